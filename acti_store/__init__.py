@@ -1,0 +1,49 @@
+"""acti_store: the persistence layer of the ACTi Agent Builder.
+
+Agent configurations, their lifecycle metadata and a 50-record FIFO execution history per agent, in
+SQL tables (SQLite by default, PostgreSQL for shared stores), behind one repository interface.
+"""
+
+from .errors import (
+    AgentExistsError,
+    AgentNotFoundError,
+    AgentStoreError,
+    NoChangesError,
+    SchemaVersionError,
+    StoreUnavailableError,
+    VersionConflictError,
+)
+from .models import (
+    Agent,
+    AgentConfig,
+    AgentMetadata,
+    AgentUpdate,
+    ExecutionHistory,
+    ExecutionRecord,
+    ExecutionStats,
+    SearchQuery,
+)
+from .repository import AgentRepository, ImportItem, SqlAgentRepository
+from .store import open_repository
+
+__all__ = [
+    "Agent",
+    "AgentConfig",
+    "AgentExistsError",
+    "AgentMetadata",
+    "AgentNotFoundError",
+    "AgentRepository",
+    "AgentStoreError",
+    "AgentUpdate",
+    "ExecutionHistory",
+    "ExecutionRecord",
+    "ExecutionStats",
+    "ImportItem",
+    "NoChangesError",
+    "SchemaVersionError",
+    "SearchQuery",
+    "SqlAgentRepository",
+    "StoreUnavailableError",
+    "VersionConflictError",
+    "open_repository",
+]

@@ -1,0 +1,157 @@
+"""The tables, as SQLAlchemy 2 typed ORM classes: the one set of table definitions.
+
+The repository runs Core statements against ``Model.__table__`` (fast, explicit SQL); Alembic
+compares its revisions with ``Base.metadata`` (``alembic check``). The schema changes only through a
+revision in ``migrations/``.
+
+How the fields are stored, so that every search filter runs in SQL with an index:
+
+* ``tools`` is kept twice on the agent row, written by the same statement: a JSON list (the
+  user's order, for display) and ``tools_mask``, one bit per category. "Has ALL of these tools"
+  becomes ``tools_mask IN (<every mask that contains them>)``: at most 32 values, index-served.
+* ``tags`` is a JSON list on the agent row (for display) and one row per tag in ``agent_tags``
+  (primary key ``(tag, agent_id)``), so "has ALL these tags" is an indexed lookup per tag.
+* The history lives in ``executions``; ``id`` orders records (newest = highest), the index
+  ``(agent_id, id)`` makes the FIFO trim and "newest N" reads flat as history grows. A history kept
+  after its agent is deleted has ``agent_id`` NULL and keeps ``agent_name`` (an archive).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+from .models import BUILDER, NAME_MAX_LENGTH, TOOL_CATEGORIES
+
+NAMING_CONVENTION: Final = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Bit of each tool category in ``agents.tools_mask``.
+TOOL_BITS: Final = {category: 1 << i for i, category in enumerate(TOOL_CATEGORIES)}
+
+
+def tools_mask(tools: list[str]) -> int:
+    """The bit mask of a list of tool categories."""
+    mask = 0
+    for tool in tools:
+        mask |= TOOL_BITS[tool]
+    return mask
+
+
+def masks_containing(tools: list[str]) -> list[int]:
+    """Every mask that has all of ``tools``: the values ``tools_mask IN (...)`` must match."""
+    required = tools_mask(tools)
+    return [m for m in range(1 << len(TOOL_CATEGORIES)) if m & required == required]
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timestamp that is timezone-aware UTC on the way in and on the way out.
+
+    SQLite keeps no offset and hands back naive datetimes; PostgreSQL returns them in the
+    session's time zone. Both come back as UTC here, and naive input is refused.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: timestamps must be timezone-aware")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):  # raw SQLite text, e.g. from a hand-written query
+            value = datetime.fromisoformat(value)
+        assert isinstance(value, datetime)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class AgentRow(Base):
+    __tablename__ = "agents"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True)
+    description: Mapped[str] = mapped_column(Text)
+    system_prompt: Mapped[str] = mapped_column(Text)
+    tools: Mapped[list[str]] = mapped_column(JSON)
+    tools_mask: Mapped[int] = mapped_column(Integer, index=True)
+    model: Mapped[str] = mapped_column(String(200))
+    stratum: Mapped[str | None] = mapped_column(String(8), index=True)
+    tags: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    last_executed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    version: Mapped[int] = mapped_column(Integer)
+    builder: Mapped[str] = mapped_column(String(200), default=BUILDER)
+    execution_count: Mapped[int] = mapped_column(Integer, index=True)
+    success_count: Mapped[int] = mapped_column(Integer)
+    error_count: Mapped[int] = mapped_column(Integer)
+    #: Lifetime total of the history file format; equals execution_count for agents run here,
+    #: and keeps an imported file's own figure exactly.
+    total_executions: Mapped[int] = mapped_column(Integer)
+
+
+class AgentTagRow(Base):
+    __tablename__ = "agent_tags"
+
+    tag: Mapped[str] = mapped_column(String(32), primary_key=True)
+    agent_id: Mapped[int] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class ExecutionRow(Base):
+    __tablename__ = "executions"
+    __table_args__ = (
+        Index("ix_executions_agent_id_id", "agent_id", "id"),
+        Index("ix_executions_agent_name_id", "agent_name", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[int | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
+    agent_name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
+    execution_id: Mapped[str] = mapped_column(String(64))
+    timestamp: Mapped[datetime] = mapped_column(UtcDateTime)
+    task: Mapped[str] = mapped_column(Text)
+    result_summary: Mapped[str] = mapped_column(Text)
+    success: Mapped[bool] = mapped_column(Boolean)
+    duration_seconds: Mapped[float] = mapped_column(Float)
+    tool_calls_count: Mapped[int] = mapped_column(Integer)
+    error_type: Mapped[str | None] = mapped_column(String(100))
+
+
+agents = AgentRow.__table__
+agent_tags = AgentTagRow.__table__
+executions = ExecutionRow.__table__

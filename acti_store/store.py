@@ -1,0 +1,150 @@
+"""Opening a store: the engine, the SQLite connection policy, and the schema at Alembic head."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Final
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from .errors import SchemaVersionError, StoreUnavailableError
+from .repository import Clock, Mirror, SqlAgentRepository
+
+ENV_URL: Final = "ACTI_STORE_URL"
+DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
+#: How long a SQLite writer waits for the lock before giving up (milliseconds).
+SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
+#: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
+_PG_MIGRATION_LOCK: Final = 0x61637469
+
+
+def resolve_url(url: str | URL | None = None) -> URL:
+    """The URL argument, else ``ACTI_STORE_URL``, else the default SQLite file."""
+    return make_url(url or os.environ.get(ENV_URL) or DEFAULT_URL)
+
+
+def migrations_dir() -> Path:
+    """The Alembic scripts: shipped in the wheel, or the checkout's top-level ``migrations/``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_migrations", here.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise SchemaVersionError(f"Alembic migrations not found next to {here}")
+
+
+def alembic_config(url: URL | None = None) -> Config:
+    """An Alembic config for our migrations (no alembic.ini needed)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if url is not None:
+        cfg.set_main_option(
+            "sqlalchemy.url", url.render_as_string(hide_password=False).replace("%", "%%")
+        )
+    return cfg
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    # We issue BEGIN ourselves (see _sqlite_begin): the driver must not.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    # Writers take the write lock up front, so concurrent writers queue on busy_timeout instead
+    # of failing with "database is locked" when a read lock would have to be upgraded.
+    immediate = conn.get_execution_options().get("acti_write", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
+    """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout)."""
+    resolved = resolve_url(url)
+    if resolved.get_backend_name() == "sqlite":
+        database = resolved.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(resolved, **kwargs)
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(resolved, **kwargs)
+
+
+def upgrade_schema(engine: Engine) -> None:
+    """Bring the schema to Alembic head, on a connection we hand to Alembic.
+
+    Refuses (``SchemaVersionError``) a database stamped with a revision this code does not know:
+    it was written by a newer acti_store. Concurrent callers queue on a lock and all succeed.
+    """
+    cfg = alembic_config()
+    script = ScriptDirectory.from_config(cfg)
+    heads = set(script.get_heads())
+    try:
+        with engine.connect() as conn:
+            current = set(MigrationContext.configure(conn).get_current_heads())
+    except Exception as exc:  # the database cannot be reached at all
+        raise StoreUnavailableError(f"cannot open the store: {_describe(exc)}") from exc
+    _refuse_unknown(script, current)
+    if current == heads:
+        return
+    with engine.execution_options(acti_write=True).begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+        _refuse_unknown(script, set(MigrationContext.configure(conn).get_current_heads()))
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+def _refuse_unknown(script: ScriptDirectory, current: set[str]) -> None:
+    for revision in current:
+        try:
+            known = script.get_revision(revision) is not None
+        except Exception:
+            known = False
+        if not known:
+            raise SchemaVersionError(
+                f"the database is at schema revision {revision!r}, which this version of "
+                "acti_store does not know (it was written by a newer version). Upgrade "
+                "acti_store; nothing was written."
+            )
+
+
+def _describe(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    return str(orig if orig is not None else exc).strip().splitlines()[0]
+
+
+def open_repository(
+    url: str | URL | None = None,
+    *,
+    migrate: bool = True,
+    clock: Clock | None = None,
+    mirror: Mirror | None = None,
+    engine_options: dict[str, Any] | None = None,
+) -> SqlAgentRepository:
+    """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
+
+    Brings the schema to Alembic head unless ``migrate=False``. ``clock`` (a callable returning an
+    aware UTC datetime) sets every timestamp the store writes; tests pass a fixed one.
+    """
+    engine = make_engine(url, **(engine_options or {}))
+    try:
+        if migrate:
+            upgrade_schema(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return SqlAgentRepository(engine, clock=clock, mirror=mirror)

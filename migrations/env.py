@@ -1,0 +1,65 @@
+"""Alembic environment of acti_store.
+
+Runs on a connection handed over by ``open_repository`` (``config.attributes["connection"]``,
+the cookbook's "Sharing a Connection"), else on an engine built from ``sqlalchemy.url`` set by the
+caller, ``ACTI_STORE_URL``, or the default SQLite store. Batch mode is on for SQLite.
+
+Note for future revisions: a batch rebuild of ``agents`` on SQLite drops the table, and with
+foreign keys on that would cascade into ``executions``; rebuild child tables first or avoid it.
+"""
+
+from __future__ import annotations
+
+from logging.config import fileConfig
+
+from alembic import context
+from sqlalchemy import Connection
+
+from acti_store.schema import Base
+from acti_store.store import make_engine, resolve_url
+
+config = context.config
+if config.config_file_name is not None and config.attributes.get("connection") is None:
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
+
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=True,
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_offline() -> None:
+    url = config.get_main_option("sqlalchemy.url") or resolve_url().render_as_string(False)
+    context.configure(
+        url=url, target_metadata=target_metadata, literal_binds=True, render_as_batch=True
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = make_engine(config.get_main_option("sqlalchemy.url") or None)
+    try:
+        with engine.execution_options(acti_write=True).connect() as conn:
+            _run(conn)
+            conn.commit()
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

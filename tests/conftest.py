@@ -1,0 +1,115 @@
+"""Shared fixtures: a real store per test, on SQLite and (when configured) PostgreSQL.
+
+``store_url`` is parametrised over the two engines. SQLite gets a fresh file in ``tmp_path``;
+PostgreSQL gets a fresh schema in the database named by ``ACTI_STORE_TEST_POSTGRES_URL`` (selected
+through ``search_path`` in the URL, so child processes can open the same store), dropped afterwards.
+Without that variable the PostgreSQL lane is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from acti_store import AgentConfig, SqlAgentRepository, open_repository
+
+POSTGRES_ENV = "ACTI_STORE_TEST_POSTGRES_URL"
+POSTGRES_URL = os.environ.get(POSTGRES_ENV)
+SKIP_POSTGRES = f"{POSTGRES_ENV} is not set: the PostgreSQL lane is skipped"
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param(
+        "postgresql",
+        id="postgresql",
+        marks=[pytest.mark.postgresql, pytest.mark.skipif(not POSTGRES_URL, reason=SKIP_POSTGRES)],
+    ),
+]
+
+
+class FakeClock:
+    """A clock tests move by hand: every call returns the current instant, then ticks 1 ms."""
+
+    def __init__(self, start: datetime | None = None, tick: timedelta = timedelta(milliseconds=1)):
+        self.current = start or datetime(2025, 1, 9, 14, 30, 22, 123456, tzinfo=UTC)
+        self.tick = tick
+
+    def __call__(self) -> datetime:
+        now = self.current
+        self.current += self.tick
+        return now
+
+    def set(self, value: datetime) -> None:
+        self.current = value
+
+    def advance(self, **delta: float) -> None:
+        self.current += timedelta(**delta)
+
+
+def postgres_schema_url(schema: str) -> str:
+    assert POSTGRES_URL is not None
+    url = make_url(POSTGRES_URL)
+    return url.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(
+        hide_password=False
+    )
+
+
+@pytest.fixture
+def postgres_schema() -> Iterator[str]:
+    """A fresh, empty PostgreSQL schema; yields its URL."""
+    if not POSTGRES_URL:
+        pytest.skip(SKIP_POSTGRES)
+    schema = f"acti_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield postgres_schema_url(schema)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
+    """The URL of an empty store (not yet migrated) on each engine."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return str(request.getfixturevalue("postgres_schema"))
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def repo(store_url: str, clock: FakeClock) -> Iterator[SqlAgentRepository]:
+    """A migrated, empty store on each engine, with a fake clock."""
+    repository = open_repository(store_url, clock=clock)
+    try:
+        yield repository
+    finally:
+        repository.close()
+
+
+def make_config(name: str = "lead_qualifier", **overrides: object) -> AgentConfig:
+    """A valid config in the contract's example, with any field overridden."""
+    fields: dict[str, object] = {
+        "name": name,
+        "description": "Qualifies inbound leads by assessing BANT criteria",
+        "system_prompt": "You are a professional lead qualification specialist. "
+        "Assess budget, authority, need and timeline for every lead.",
+        "tools": ["communication", "crm"],
+        "stratum": "RAI",
+        "tags": ["sales", "qualification"],
+    }
+    fields.update(overrides)
+    return AgentConfig.model_validate(fields)
