@@ -1,0 +1,347 @@
+"""The repository conformance suite: every rule of the store, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from acti_store import (
+    AgentExistsError,
+    AgentNotFoundError,
+    AgentUpdate,
+    ExecutionRecord,
+    ImportItem,
+    NoChangesError,
+    SearchQuery,
+    SqlAgentRepository,
+    VersionConflictError,
+)
+from conftest import FakeClock, make_config
+
+
+def run(repo: SqlAgentRepository, name: str, task: str, success: bool = True, **kw: object):
+    record = ExecutionRecord(
+        timestamp=repo.now(),
+        task=task,
+        result_summary=f"done: {task}",
+        success=success,
+        duration_seconds=kw.pop("duration", 2.0),  # type: ignore[arg-type]
+        tool_calls_count=1,
+        error_type=None if success else "ExecutionError",
+    )
+    repo.record_execution(name, record)
+    return record
+
+
+def snapshot(repo: SqlAgentRepository) -> list[tuple[object, ...]]:
+    return [(a.model_dump_json(), repo.get_history(a.name, 50)) for a in repo.list_agents()]
+
+
+# -- create / get ----------------------------------------------------------------------------------
+
+
+def test_create_sets_fresh_metadata_and_round_trips(repo: SqlAgentRepository, clock: FakeClock):
+    start = clock.current
+    created = repo.create(make_config(description="Qualifies leads — naïve ünïcode 日本"))
+    stored = repo.get("lead_qualifier")
+    assert stored == created
+    meta = stored.metadata
+    assert meta.created_at == meta.updated_at == start
+    assert meta.created_at.tzinfo == UTC
+    assert (meta.version, meta.execution_count, meta.success_count, meta.error_count) == (1, 0, 0, 0)
+    assert meta.last_executed_at is None and meta.builder == "acti-agent-builder"
+    assert stored.description == "Qualifies leads — naïve ünïcode 日本"
+    assert stored.tools == ["communication", "crm"] and stored.tags == ["sales", "qualification"]
+
+
+def test_duplicate_name_is_refused_and_nothing_changes(repo: SqlAgentRepository):
+    repo.create(make_config())
+    before = snapshot(repo)
+    with pytest.raises(AgentExistsError):
+        repo.create(make_config(description="Another agent with the same name"))
+    assert snapshot(repo) == before
+
+
+def test_missing_agent(repo: SqlAgentRepository):
+    assert not repo.exists("ghost")
+    for call in (
+        lambda: repo.get("ghost"),
+        lambda: repo.update("ghost", AgentUpdate(model="openai:gpt-4o")),
+        lambda: repo.delete("ghost"),
+        lambda: repo.clone("ghost", "ghost_two"),
+        lambda: run(repo, "ghost", "task"),
+        lambda: repo.get_history("ghost"),
+        lambda: repo.execution_stats("ghost"),
+    ):
+        with pytest.raises(AgentNotFoundError):
+            call()
+    assert repo.list_agents() == [] and repo.archived_history("ghost").executions == []
+
+
+def test_list_is_sorted_by_name(repo: SqlAgentRepository):
+    for name in ("zeta_agent", "alpha_agent", "mid_agent"):
+        repo.create(make_config(name))
+    assert [a.name for a in repo.list_agents()] == ["alpha_agent", "mid_agent", "zeta_agent"]
+    assert repo.list_names() == ["alpha_agent", "mid_agent", "zeta_agent"]
+
+
+# -- update ----------------------------------------------------------------------------------------
+
+
+def test_update_applies_only_given_fields_and_bumps_version(
+    repo: SqlAgentRepository, clock: FakeClock
+):
+    created = repo.create(make_config())
+    run(repo, "lead_qualifier", "first")
+    clock.advance(hours=1)
+    updated = repo.update(
+        "lead_qualifier", AgentUpdate(description="Enhanced lead qualification with MEDDIC")
+    )
+    assert updated == repo.get("lead_qualifier")
+    assert updated.description == "Enhanced lead qualification with MEDDIC"
+    assert updated.tools == created.tools and updated.system_prompt == created.system_prompt
+    meta = updated.metadata
+    assert meta.version == 2
+    assert meta.created_at == created.metadata.created_at
+    assert meta.updated_at > created.metadata.updated_at + timedelta(minutes=59)
+    assert (meta.execution_count, meta.success_count) == (1, 1)  # preserved
+    assert len(repo.get_history("lead_qualifier").executions) == 1  # history preserved
+
+
+def test_empty_list_clears_and_tag_index_follows(repo: SqlAgentRepository):
+    repo.create(make_config(tags=["sales", "production"]))
+    repo.update("lead_qualifier", AgentUpdate(tags=[], tools=[]))
+    agent = repo.get("lead_qualifier")
+    assert agent.tags == [] and agent.tools == [] and agent.metadata.version == 2
+    assert repo.search(SearchQuery(tags=["sales"])) == []
+    assert repo.search(SearchQuery(tools=["crm"])) == []
+    repo.update("lead_qualifier", AgentUpdate(tags=["b2b"]))
+    assert [a.name for a in repo.search(SearchQuery(tags=["b2b"]))] == ["lead_qualifier"]
+
+
+def test_update_errors_write_nothing(repo: SqlAgentRepository):
+    repo.create(make_config())
+    before = snapshot(repo)
+    with pytest.raises(NoChangesError):
+        repo.update("lead_qualifier", AgentUpdate())
+    with pytest.raises(VersionConflictError) as info:
+        repo.update("lead_qualifier", AgentUpdate(model="openai:gpt-4o"), expected_version=7)
+    assert (info.value.expected, info.value.actual) == (7, 1)
+    with pytest.raises(ValidationError):
+        repo.update("lead_qualifier", AgentUpdate.model_construct(description="short"))
+    assert snapshot(repo) == before
+    repo.update("lead_qualifier", AgentUpdate(model="openai:gpt-4o"), expected_version=1)
+    assert repo.get("lead_qualifier").metadata.version == 2
+
+
+# -- delete ----------------------------------------------------------------------------------------
+
+
+def test_delete_with_history(repo: SqlAgentRepository):
+    repo.create(make_config())
+    run(repo, "lead_qualifier", "one")
+    deleted = repo.delete("lead_qualifier")
+    assert deleted.name == "lead_qualifier" and deleted.metadata.execution_count == 1
+    assert not repo.exists("lead_qualifier")
+    assert repo.archived_history("lead_qualifier").executions == []
+    assert repo.search(SearchQuery(tags=["sales"])) == []
+
+
+def test_delete_keeping_history_archives_it(repo: SqlAgentRepository):
+    repo.create(make_config())
+    for task in ("one", "two"):
+        run(repo, "lead_qualifier", task)
+    repo.delete("lead_qualifier", delete_history=False)
+    archived = repo.archived_history("lead_qualifier")
+    assert [r.task for r in archived.executions] == ["two", "one"]
+    assert archived.total_executions == 2
+    # A later agent of the same name starts fresh; the archive stays apart.
+    repo.create(make_config())
+    assert repo.get_history("lead_qualifier").executions == []
+    run(repo, "lead_qualifier", "three")
+    assert [r.task for r in repo.get_history("lead_qualifier").executions] == ["three"]
+    assert repo.archived_history("lead_qualifier").total_executions == 2
+
+
+# -- clone -----------------------------------------------------------------------------------------
+
+
+def test_clone_follows_the_clone_behaviour_table(repo: SqlAgentRepository, clock: FakeClock):
+    repo.create(make_config(tags=["sales", "template"]))
+    repo.update("lead_qualifier", AgentUpdate(model="openai:gpt-4o"))
+    run(repo, "lead_qualifier", "one", success=False)
+    clock.advance(days=1)
+    clone = repo.clone("lead_qualifier", "lead_qualifier_v2")
+    source = repo.get("lead_qualifier")
+    assert clone == repo.get("lead_qualifier_v2")
+    assert clone.description == source.description + " (clone)"
+    for field in ("system_prompt", "tools", "model", "stratum", "tags"):
+        assert getattr(clone, field) == getattr(source, field)
+    meta = clone.metadata
+    assert (meta.version, meta.execution_count, meta.success_count, meta.error_count) == (1, 0, 0, 0)
+    assert meta.created_at == meta.updated_at > source.metadata.created_at + timedelta(hours=23)
+    assert meta.last_executed_at is None
+    assert repo.get_history("lead_qualifier_v2").executions == []
+
+
+def test_clone_overrides_and_errors(repo: SqlAgentRepository):
+    repo.create(make_config(description="d" * 500))
+    clone = repo.clone("lead_qualifier", "long_clone")
+    assert len(clone.description) == 500 and clone.description.endswith(" (clone)")
+    custom = repo.clone("lead_qualifier", "custom", description="A custom description", tags=[])
+    assert custom.description == "A custom description" and custom.tags == []
+    before = snapshot(repo)
+    with pytest.raises(AgentExistsError):
+        repo.clone("lead_qualifier", "custom")
+    with pytest.raises(ValidationError):
+        repo.clone("lead_qualifier", "Lead-Qualifier-V2")
+    with pytest.raises(ValidationError):
+        repo.clone("lead_qualifier", "ok_name", tags=["NOT OK"])
+    assert snapshot(repo) == before
+
+
+# -- search ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def catalogue(repo: SqlAgentRepository, clock: FakeClock) -> SqlAgentRepository:
+    clock.set(datetime(2025, 1, 8, 10, tzinfo=UTC))
+    repo.create(make_config("lead_researcher", description="Researches lead information",
+                            tools=["communication", "websearch"], tags=["sales", "research"]))
+    clock.set(datetime(2025, 1, 9, 14, tzinfo=UTC))
+    repo.create(make_config("lead_qualifier", tags=["sales", "qualification", "production"]))
+    clock.set(datetime(2025, 1, 9, 15, tzinfo=UTC))
+    repo.create(make_config("appointment_scheduler", stratum="ZACS", tools=["calendar"],
+                            description="Schedules appointments and manages calendar 100%_sure",
+                            tags=["production"]))
+    clock.set(datetime(2025, 1, 10, 8, tzinfo=UTC))
+    repo.create(make_config("research_assistant", stratum="RTI", tools=["websearch"],
+                            description="Researches topics on the web", tags=[]))
+    repo.create(make_config("unsorted_helper", stratum=None, tools=[], tags=[],
+                            description="Helps with whatever is left over"))
+    for _ in range(3):
+        run(repo, "lead_qualifier", "q")
+    run(repo, "research_assistant", "r")
+    clock.set(datetime(2025, 1, 11, tzinfo=UTC))
+    repo.update("lead_researcher", AgentUpdate(model="openai:gpt-4o"))
+    return repo
+
+
+def names(repo: SqlAgentRepository, **query: object) -> list[str]:
+    return [a.name for a in repo.search(SearchQuery.model_validate(query))]
+
+
+def test_search_filters(catalogue: SqlAgentRepository):
+    r = catalogue
+    assert names(r) == sorted(names(r))
+    assert len(names(r)) == 5
+    assert names(r, query="LEAD") == ["lead_qualifier", "lead_researcher"]
+    assert names(r, query="scheduler appointment") == ["appointment_scheduler"]
+    assert names(r, query="researches web") == ["research_assistant"]
+    assert names(r, stratum="RAI") == ["lead_qualifier", "lead_researcher"]
+    assert names(r, tools=["communication", "crm"]) == ["lead_qualifier"]
+    assert names(r, tools=["websearch"]) == ["lead_researcher", "research_assistant"]
+    assert names(r, tags=["sales", "production"]) == ["lead_qualifier"]
+    assert names(r, tags=["production"]) == ["appointment_scheduler", "lead_qualifier"]
+    assert names(r, tags=["nobody-has-this"]) == []
+    assert names(r, created_after="2025-01-09") == [
+        "appointment_scheduler", "lead_qualifier", "research_assistant", "unsorted_helper"]
+    assert names(r, created_before="2025-01-09") == [
+        "appointment_scheduler", "lead_qualifier", "lead_researcher"]
+    assert names(r, created_after="2025-01-09T14:30:00", created_before="2025-01-09") == [
+        "appointment_scheduler"]
+    assert names(r, min_executions=1) == ["lead_qualifier", "research_assistant"]
+    assert names(r, query="lead", stratum="RAI", tools=["websearch"], tags=["research"]) == [
+        "lead_researcher"]
+
+
+def test_search_wildcards_are_literal_text(catalogue: SqlAgentRepository):
+    assert names(catalogue, query="%") == ["appointment_scheduler"]
+    assert names(catalogue, query="100%_") == ["appointment_scheduler"]
+    assert names(catalogue, query="_") == sorted(
+        ["appointment_scheduler", "lead_qualifier", "lead_researcher", "research_assistant",
+         "unsorted_helper"])
+    assert names(catalogue, query="lead%qual") == []
+    assert names(catalogue, query="' OR 1=1 --") == []
+
+
+def test_search_sorts_and_limit(catalogue: SqlAgentRepository):
+    r = catalogue
+    assert names(r, sort_by="created_at", limit=3) == [
+        "unsorted_helper", "research_assistant", "appointment_scheduler"]
+    assert names(r, sort_by="updated_at", limit=1) == ["lead_researcher"]
+    assert names(r, sort_by="execution_count", limit=3) == [
+        "lead_qualifier", "research_assistant", "appointment_scheduler"]
+    assert len(names(r, limit=1)) == 1
+
+
+def test_count_by_stratum(catalogue: SqlAgentRepository):
+    assert catalogue.count_by_stratum() == {
+        "RTI": 1, "RAI": 2, "ZACS": 1, "EEI": 0, "IGE": 0, None: 1}
+
+
+# -- history ---------------------------------------------------------------------------------------
+
+
+def test_record_execution_moves_counters(repo: SqlAgentRepository, clock: FakeClock):
+    created = repo.create(make_config())
+    first = run(repo, "lead_qualifier", "ok")
+    second = run(repo, "lead_qualifier", "boom", success=False)
+    meta = repo.get("lead_qualifier").metadata
+    assert (meta.execution_count, meta.success_count, meta.error_count) == (2, 1, 1)
+    assert meta.last_executed_at == second.timestamp > first.timestamp
+    assert meta.updated_at == created.metadata.updated_at and meta.version == 1  # preserved
+    history = repo.get_history("lead_qualifier")
+    assert history.executions == [second, first]  # newest first, stored exactly
+    assert history.total_executions == 2
+    errors = repo.get_history("lead_qualifier", errors_only=True)
+    assert [r.task for r in errors.executions] == ["boom"] and errors.total_executions == 2
+
+
+def test_fifo_keeps_the_fifty_newest(repo: SqlAgentRepository):
+    repo.create(make_config())
+    repo.create(make_config("other_agent"))
+    for i in range(51):
+        run(repo, "lead_qualifier", f"task {i}", success=i % 10 != 0, duration=float(i))
+    run(repo, "other_agent", "untouched")
+    history = repo.get_history("lead_qualifier", limit=50)
+    assert [r.task for r in history.executions] == [f"task {i}" for i in range(50, 0, -1)]
+    assert history.total_executions == 51
+    assert [r.task for r in repo.get_history("lead_qualifier", limit=3).executions] == [
+        "task 50", "task 49", "task 48"]
+    assert len(repo.get_history("other_agent").executions) == 1
+    stats = repo.execution_stats("lead_qualifier")
+    assert (stats.total_executions, stats.success_count, stats.error_count) == (51, 45, 6)
+    assert stats.retained == 50
+    assert stats.average_duration_seconds == pytest.approx(sum(range(1, 51)) / 50)
+
+
+def test_timestamps_keep_microseconds_and_utc(repo: SqlAgentRepository, clock: FakeClock):
+    clock.set(datetime(2025, 1, 10, 9, 20, 45, 123456, tzinfo=UTC))
+    repo.create(make_config())
+    record = run(repo, "lead_qualifier", "t")
+    stored = repo.get_history("lead_qualifier").executions[0]
+    assert stored.timestamp == record.timestamp and stored.timestamp.tzinfo == UTC
+    assert repo.get("lead_qualifier").metadata.created_at.microsecond == 123456
+
+
+# -- bulk put (the importer's primitive) -----------------------------------------------------------
+
+
+def test_bulk_put_is_all_or_nothing(repo: SqlAgentRepository):
+    existing = repo.create(make_config())
+    newcomer = existing.model_copy(update={"name": "newcomer"})
+    before = snapshot(repo)
+    with pytest.raises(AgentExistsError):
+        repo.bulk_put(
+            [ImportItem("newcomer", agent=newcomer), ImportItem("lead_qualifier", agent=existing)],
+            on_conflict="fail",
+        )
+    assert snapshot(repo) == before
+    result = repo.bulk_put(
+        [ImportItem("newcomer", agent=newcomer), ImportItem("lead_qualifier", agent=existing)]
+    )
+    assert result.outcomes == {"newcomer": "imported", "lead_qualifier": "skipped"}
+    assert repo.get("newcomer").metadata == existing.metadata  # metadata kept exactly
