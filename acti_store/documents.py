@@ -4,15 +4,30 @@
 ``{name}_history.json``) as dicts in the contract's key order; ``dumps`` renders them exactly as the
 files are written (``indent=2``, UTF-8 text, a final newline). Used by export, the mirror and
 ``get_agent_config``.
+
+The reading side turns a file's text back into domain models: ``loads`` (syntax errors with line
+and column), ``agent_from_document`` (v1 documents upgraded by the contract's
+``_migrate_v1_metadata`` rules) and ``history_from_document``, validated by the same models as the
+repository. Every problem is a ``DocumentError`` whose message says what is wrong and where.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
-from .models import Agent, ExecutionHistory, ExecutionRecord
+from pydantic import ValidationError
+
+from .models import (
+    HISTORY_MAX_RECORDS,
+    NAME_RULE,
+    Agent,
+    ExecutionHistory,
+    ExecutionRecord,
+    is_valid_name,
+)
 
 
 def format_timestamp(value: datetime) -> str:
@@ -74,3 +89,147 @@ def history_document(history: ExecutionHistory) -> dict[str, Any]:
 def dumps(document: dict[str, Any]) -> str:
     """A document as its file holds it: ``indent=2``, non-ASCII kept as is, final newline."""
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading: text -> document -> domain model, upgrading v1 documents on the way
+# --------------------------------------------------------------------------------------------------
+
+#: Fields the v2 ``_metadata`` block adds to v1's (created_at, version "1.0.0", builder).
+_V2_METADATA_FIELDS: Final = (
+    "updated_at",
+    "last_executed_at",
+    "execution_count",
+    "success_count",
+    "error_count",
+)
+#: How many validation errors a reason lists before "(+N more)".
+_MAX_REPORTED_ERRORS: Final = 3
+
+
+class DocumentError(ValueError):
+    """A text that is not a valid agent or history document; the message says why."""
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse a file's text (UTF-8, an optional BOM); syntax errors name the line and column."""
+    try:
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DocumentError(
+            f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise DocumentError("invalid JSON: nested too deeply") from None
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number")
+
+
+def _require_object(document: object, what: str) -> dict[str, Any]:
+    if not isinstance(document, dict):
+        raise DocumentError(f"expected {what} (a JSON object), found {_json_type(document)}")
+    return document
+
+
+def is_history_document(document: object) -> bool:
+    """True for a history document (it has ``agent_name``, an agent document has ``name``)."""
+    return isinstance(document, dict) and "agent_name" in document and "name" not in document
+
+
+def migrate_v1_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The contract's ``_migrate_v1_metadata``, on a copy: string version -> 1, missing v2 fields
+    get their defaults (``updated_at`` = ``created_at``, ``last_executed_at`` null, counters 0)."""
+    migrated = dict(metadata)
+    if isinstance(migrated.get("version"), str):
+        migrated["version"] = 1
+    if "created_at" in migrated:  # without it the model reports the missing field
+        migrated.setdefault("updated_at", migrated["created_at"])
+    migrated.setdefault("last_executed_at", None)
+    for counter in ("execution_count", "success_count", "error_count"):
+        migrated.setdefault(counter, 0)
+    return migrated
+
+
+def is_v1_document(document: Mapping[str, Any]) -> bool:
+    """True when an agent document needs the v1 -> v2 upgrade (string version, missing fields)."""
+    metadata = document.get("_metadata")
+    if "tags" not in document or not isinstance(metadata, Mapping):
+        return True
+    return isinstance(metadata.get("version"), str) or any(
+        key not in metadata for key in _V2_METADATA_FIELDS
+    )
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            part = "_metadata" if part == "metadata" and not text else part
+            text += f".{part}" if text else part
+    return text
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """One line per problem, ``field.path: message``, the first few only."""
+    problems = [f"{_location(e['loc']) or 'document'}: {e['msg']}" for e in error.errors()]
+    reason = "; ".join(problems[:_MAX_REPORTED_ERRORS])
+    if len(problems) > _MAX_REPORTED_ERRORS:
+        reason += f" (+{len(problems) - _MAX_REPORTED_ERRORS} more)"
+    return reason
+
+
+def agent_from_document(document: object) -> Agent:
+    """Validate an agent document (v1 upgraded to v2) with the repository's own models.
+
+    Raises ``DocumentError`` naming every field at fault (as far as the first few).
+    """
+    fields = dict(_require_object(document, "an agent document"))
+    if "metadata" in fields:  # the model's field name; in a file only ``_metadata`` is valid
+        raise DocumentError("metadata: unknown key (the metadata block is '_metadata')")
+    metadata = fields.pop("_metadata", None)
+    if metadata is None:
+        raise DocumentError("_metadata: Field required")
+    fields["metadata"] = migrate_v1_metadata(_require_object(metadata, "'_metadata'"))
+    try:
+        return Agent.model_validate(fields)
+    except ValidationError as exc:
+        raise DocumentError(describe_validation_error(exc)) from None
+
+
+def history_from_document(document: object) -> ExecutionHistory:
+    """Validate a history document: a valid agent name, records newest first (the newest
+    ``HISTORY_MAX_RECORDS`` kept), unique execution ids, a lifetime total covering the records."""
+    fields = dict(_require_object(document, "a history document"))
+    name = fields.get("agent_name")
+    if not is_valid_name(name):
+        raise DocumentError(f"agent_name: {NAME_RULE} (got {json.dumps(name)[:80]})")
+    records = fields.get("executions")
+    if isinstance(records, list):
+        fields["executions"] = records[:HISTORY_MAX_RECORDS]
+    try:
+        history = ExecutionHistory.model_validate(fields)
+    except ValidationError as exc:
+        raise DocumentError(describe_validation_error(exc)) from None
+    seen: set[str] = set()
+    for record in history.executions:
+        if record.execution_id in seen:
+            raise DocumentError(f"executions: duplicate execution_id {record.execution_id!r}")
+        seen.add(record.execution_id)
+    count = len(records) if isinstance(records, list) else 0
+    if history.total_executions < count:
+        raise DocumentError(
+            f"total_executions: {history.total_executions} is less than the {count} "
+            "records the file holds"
+        )
+    return history

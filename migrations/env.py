@@ -13,7 +13,7 @@ from __future__ import annotations
 from logging.config import fileConfig
 
 from alembic import context
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from acti_store.schema import Base
 from acti_store.store import make_engine, resolve_url
@@ -46,17 +46,21 @@ def run_migrations_offline() -> None:
 
 
 def run_migrations_online() -> None:
-    connection = config.attributes.get("connection")
-    if connection is not None:
-        _run(connection)
+    given = config.attributes.get("connection")
+    if isinstance(given, Connection):
+        _run(given)
         return
-    engine = make_engine(config.get_main_option("sqlalchemy.url") or None)
+    # An engine handed over (pytest-alembic does so), else our own from the URL.
+    engine = given if isinstance(given, Engine) else make_engine(
+        config.get_main_option("sqlalchemy.url") or None
+    )
     try:
         with engine.execution_options(acti_write=True).connect() as conn:
             _run(conn)
             conn.commit()
     finally:
-        engine.dispose()
+        if engine is not given:
+            engine.dispose()
 
 
 if context.is_offline_mode():

@@ -1,0 +1,129 @@
+"""Alembic: the v1 schema, the v1 → v2 upgrade with data, downgrade, and no drift.
+
+pytest-alembic's built-in tests run here on both engines through the ``alembic_engine`` fixture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from pytest_alembic import Config as PytestAlembicConfig
+from pytest_alembic.tests import (  # noqa: F401 - collected as tests of this module
+    test_model_definitions_match_ddl,
+    test_single_head_revision,
+    test_up_down_consistency,
+    test_upgrade,
+)
+
+from acti_store import SearchQuery, open_repository
+from acti_store.store import alembic_config as store_alembic_config
+from acti_store.store import make_engine, migrations_dir
+
+V1_ROWS = [
+    {
+        "name": "lead_qualifier",
+        "description": "Qualifies inbound leads by assessing BANT criteria",
+        "system_prompt": "You are a professional lead qualification specialist...",
+        "tools": ["communication", "crm"],
+        "model": "anthropic:claude-opus-4-5-20251101",
+        "stratum": "RAI",
+        "created_at": datetime(2025, 1, 9, 14, 30, 22, 123456, tzinfo=UTC),
+        "version": "1.0.0",
+        "builder": "acti-agent-builder",
+    },
+    {
+        "name": "research_assistant",
+        "description": "Researches topics and gathers facts from the web",
+        "system_prompt": "You are a research assistant. Find facts and cite your sources well.",
+        "tools": ["websearch"],
+        "model": "openai:gpt-4o",
+        "stratum": None,
+        "created_at": datetime(2025, 1, 9, 12, 0, tzinfo=UTC),
+        "version": "1.2.3",
+        "builder": "acti-agent-builder",
+    },
+]
+
+
+@pytest.fixture
+def alembic_config() -> PytestAlembicConfig:
+    return PytestAlembicConfig(config_options={"script_location": str(migrations_dir())})
+
+
+@pytest.fixture
+def alembic_engine(store_url: str) -> Iterator[sa.Engine]:
+    engine = make_engine(store_url)
+    yield engine
+    engine.dispose()
+
+
+def v1_table() -> sa.TableClause:
+    return sa.table(
+        "agents",
+        *(sa.column(c) for c in ("name", "description", "system_prompt", "model", "stratum",
+                                 "version", "builder")),
+        sa.column("tools", sa.JSON()),
+        sa.column("created_at", sa.DateTime(timezone=True)),
+    )
+
+
+def test_v1_rows_survive_upgrade_and_downgrade(store_url: str) -> None:
+    cfg = store_alembic_config(make_engine(store_url).url)
+    command.upgrade(cfg, "0001_v1")
+    engine = make_engine(store_url)
+    with engine.begin() as conn:
+        rows = [dict(r) for r in V1_ROWS]
+        if engine.dialect.name == "sqlite":  # v1 on SQLite stored naive UTC text
+            for r in rows:
+                r["created_at"] = r["created_at"].replace(tzinfo=None)
+        conn.execute(sa.insert(v1_table()), rows)
+
+    repo = open_repository(store_url)  # upgrades to head
+    try:
+        agents = {a.name: a for a in repo.list_agents()}
+        assert set(agents) == {"lead_qualifier", "research_assistant"}
+        for expected in V1_ROWS:
+            agent = agents[str(expected["name"])]
+            for field in ("description", "system_prompt", "tools", "model", "stratum"):
+                assert getattr(agent, field) == expected[field]
+            meta = agent.metadata
+            assert meta.created_at == meta.updated_at == expected["created_at"]
+            assert meta.version == 1 and meta.last_executed_at is None and agent.tags == []
+            assert (meta.execution_count, meta.success_count, meta.error_count) == (0, 0, 0)
+        # The migrated rows are searchable like any other (tool masks were computed).
+        found = repo.search(SearchQuery(tools=["crm"]))
+        assert [a.name for a in found] == ["lead_qualifier"]
+    finally:
+        repo.close()
+
+    command.downgrade(cfg, "0001_v1")
+    with engine.connect() as conn:
+        back = conn.execute(
+            sa.text("SELECT name, description, version FROM agents ORDER BY name")
+        ).all()
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("agents")}
+    assert [tuple(r) for r in back] == [
+        ("lead_qualifier", V1_ROWS[0]["description"], "1.0.0"),
+        ("research_assistant", V1_ROWS[1]["description"], "1.0.0"),
+    ]
+    assert "tags" not in columns and "execution_count" not in columns
+    command.downgrade(cfg, "base")
+    with engine.connect() as conn:
+        assert sa.inspect(conn).get_table_names() == ["alembic_version"]
+    engine.dispose()
+
+
+def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None:
+    first = open_repository(store_url)
+    first.close()
+    second = open_repository(store_url)  # already at head: nothing to do, no error
+    try:
+        with second.engine.connect() as conn:
+            version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+        assert version == "0002_v2"
+    finally:
+        second.close()
