@@ -15,7 +15,7 @@ from typing import Any
 
 from . import AgentStoreError, open_repository
 from .repository import SqlAgentRepository
-from .store import ENV_URL, DEFAULT_URL, upgrade_schema, make_engine
+from .store import DEFAULT_URL, ENV_URL, make_engine, upgrade_schema
 
 Command = Callable[[argparse.Namespace], int]
 

@@ -46,13 +46,28 @@ QUICKSTART_AGENTS = (
 )
 #: (agent, task, result summary, success, seconds) of the runs ``quickstart`` records.
 QUICKSTART_RUNS = (
-    ("lead_qualifier", "Qualify lead: Jane from StartupXYZ", "Lead qualified as MEDIUM priority",
-     True, 2.8),
+    (
+        "lead_qualifier",
+        "Qualify lead: Jane from StartupXYZ",
+        "Lead qualified as MEDIUM priority",
+        True,
+        2.8,
+    ),
     ("lead_qualifier", "Qualify this lead: [corrupted data]", "Invalid input format", False, 1.2),
-    ("lead_qualifier", "Qualify this lead: John from Acme Corp, $50k budget",
-     "Lead qualified as HIGH priority - meets BANT criteria", True, 3.2),
-    ("research_assistant", "Summarize the key points of machine learning",
-     "Summarised supervised, unsupervised and reinforcement learning", True, 1.8),
+    (
+        "lead_qualifier",
+        "Qualify this lead: John from Acme Corp, $50k budget",
+        "Lead qualified as HIGH priority - meets BANT criteria",
+        True,
+        3.2,
+    ),
+    (
+        "research_assistant",
+        "Summarize the key points of machine learning",
+        "Summarised supervised, unsupervised and reinforcement learning",
+        True,
+        1.8,
+    ),
 )
 
 
@@ -153,8 +168,15 @@ def register(subparsers: Any) -> None:
             lambda a: {
                 key: value
                 for key in (
-                    "query", "stratum", "tools", "tags", "created_after", "created_before",
-                    "min_executions", "sort_by", "limit",
+                    "query",
+                    "stratum",
+                    "tools",
+                    "tags",
+                    "created_after",
+                    "created_before",
+                    "min_executions",
+                    "sort_by",
+                    "limit",
                 )
                 if (value := getattr(a, key)) is not None
             },

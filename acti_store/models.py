@@ -339,9 +339,7 @@ class ExecutionHistory(_Model):
     """The retained records of an agent, newest first, and its lifetime execution total."""
 
     agent_name: str
-    executions: list[ExecutionRecord] = Field(
-        default_factory=list, max_length=HISTORY_MAX_RECORDS
-    )
+    executions: list[ExecutionRecord] = Field(default_factory=list, max_length=HISTORY_MAX_RECORDS)
     total_executions: int = Field(default=0, ge=0)
 
 
@@ -387,9 +385,7 @@ def _parse_bound(value: object, info: ValidationInfo) -> object:
 def escape_like(text: str, escape: str = "\\") -> str:
     """Make ``%`` and ``_`` literal in a LIKE pattern."""
     return (
-        text.replace(escape, escape + escape)
-        .replace("%", escape + "%")
-        .replace("_", escape + "_")
+        text.replace(escape, escape + escape).replace("%", escape + "%").replace("_", escape + "_")
     )
 
 
@@ -406,9 +402,7 @@ class SearchQuery(_Model):
     sort_by: SortField = "name"
     limit: int = Field(default=SEARCH_LIMIT_DEFAULT, ge=SEARCH_LIMIT_MIN, le=SEARCH_LIMIT_MAX)
 
-    _parse_created = field_validator("created_after", "created_before", mode="before")(
-        _parse_bound
-    )
+    _parse_created = field_validator("created_after", "created_before", mode="before")(_parse_bound)
 
     @field_validator("query")
     @classmethod

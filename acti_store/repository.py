@@ -201,6 +201,13 @@ class AgentRepository(ABC):
     ) -> BulkPutResult:
         """Put agents and histories exactly as given, in one transaction (all or nothing)."""
 
+    def bulk_put_stream(
+        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
+    ) -> BulkPutResult:
+        """``bulk_put`` for more items than fit in memory: still one transaction, fed by
+        ``items()``, which is called again if the transaction is retried."""
+        return self.bulk_put(list(items()), on_conflict)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
 
@@ -466,7 +473,9 @@ class SqlAgentRepository(AgentRepository):
 
     def exists(self, name: str) -> bool:
         with self._read() as conn:
-            return conn.execute(select(agents.c.id).where(agents.c.name == name)).first() is not None
+            return (
+                conn.execute(select(agents.c.id).where(agents.c.name == name)).first() is not None
+            )
 
     def list_agents(self) -> list[Agent]:
         with self._read() as conn:
@@ -595,11 +604,13 @@ class SqlAgentRepository(AgentRepository):
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)
         with self._read() as conn:
-            rows = conn.execute(
-                select(agents.c.stratum, func.count()).group_by(agents.c.stratum)
-            ).all()
+            rows = (
+                conn.execute(select(agents.c.stratum, func.count()).group_by(agents.c.stratum))
+                .tuples()
+                .all()
+            )
         for stratum, count in rows:
-            counts[stratum] = count
+            counts[stratum] = int(count)
         return counts
 
     # -- history -----------------------------------------------------------------------------------
@@ -676,11 +687,15 @@ class SqlAgentRepository(AgentRepository):
     def execution_stats(self, name: str) -> ExecutionStats:
         with self._read() as conn, conn.begin():
             row = self._locate(conn, name)
-            retained, average = conn.execute(
-                select(func.count(), func.avg(executions.c.duration_seconds)).where(
-                    executions.c.agent_id == row.id
+            retained, average = (
+                conn.execute(
+                    select(func.count(), func.avg(executions.c.duration_seconds)).where(
+                        executions.c.agent_id == row.id
+                    )
                 )
-            ).one()
+                .tuples()
+                .one()
+            )
         return ExecutionStats(
             total_executions=row.total_executions,
             success_count=row.success_count,
@@ -745,9 +760,14 @@ class SqlAgentRepository(AgentRepository):
     def bulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
+        return self.bulk_put_stream(lambda: items, on_conflict)
+
+    def bulk_put_stream(
+        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
+    ) -> BulkPutResult:
         def work(conn: Connection) -> BulkPutResult:
             result = BulkPutResult()
-            for item in items:
+            for item in items():
                 result.outcomes[item.name] = self._put(conn, item, on_conflict)
             return result
 
@@ -755,7 +775,9 @@ class SqlAgentRepository(AgentRepository):
         self._notify(*(n for n, outcome in result.outcomes.items() if outcome != "skipped"))
         return result
 
-    def _put(self, conn: Connection, item: ImportItem, on_conflict: ConflictPolicy) -> ImportOutcome:
+    def _put(
+        self, conn: Connection, item: ImportItem, on_conflict: ConflictPolicy
+    ) -> ImportOutcome:
         existing = conn.execute(select(agents.c.id).where(agents.c.name == item.name)).first()
         outcome: ImportOutcome = "imported"
         agent_id: int

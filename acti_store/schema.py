@@ -19,7 +19,7 @@ How the fields are stored, so that every search filter runs in SQL with an index
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from sqlalchemy import (
     JSON,
@@ -31,6 +31,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
 )
 from sqlalchemy.engine import Dialect
@@ -152,6 +153,7 @@ class ExecutionRow(Base):
     error_type: Mapped[str | None] = mapped_column(String(100))
 
 
-agents = AgentRow.__table__
-agent_tags = AgentTagRow.__table__
-executions = ExecutionRow.__table__
+#: The Core tables the repository writes its statements against.
+agents = cast(Table, AgentRow.__table__)
+agent_tags = cast(Table, AgentTagRow.__table__)
+executions = cast(Table, ExecutionRow.__table__)

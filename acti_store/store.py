@@ -18,6 +18,8 @@ from .errors import SchemaVersionError, StoreUnavailableError
 from .repository import Clock, Mirror, SqlAgentRepository
 
 ENV_URL: Final = "ACTI_STORE_URL"
+#: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
+ENV_EXPORT_DIR: Final = "ACTI_STORE_EXPORT_DIR"
 DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
 #: How long a SQLite writer waits for the lock before giving up (milliseconds).
 SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
@@ -133,13 +135,22 @@ def open_repository(
     migrate: bool = True,
     clock: Clock | None = None,
     mirror: Mirror | None = None,
+    export_dir: str | os.PathLike[str] | None = None,
     engine_options: dict[str, Any] | None = None,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
     Brings the schema to Alembic head unless ``migrate=False``. ``clock`` (a callable returning an
     aware UTC datetime) sets every timestamp the store writes; tests pass a fixed one.
+    Unless a ``mirror`` is given, ``export_dir`` (else ``ACTI_STORE_EXPORT_DIR``; ``""`` for none)
+    names a directory whose JSON files are rewritten after each committed write.
     """
+    if mirror is None:
+        directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
+        if directory:
+            from .interchange import JsonMirror
+
+            mirror = JsonMirror(directory)
     engine = make_engine(url, **(engine_options or {}))
     try:
         if migrate:

@@ -64,8 +64,18 @@ def alembic_engine(store_url: str) -> Iterator[sa.Engine]:
 def v1_table() -> sa.TableClause:
     return sa.table(
         "agents",
-        *(sa.column(c) for c in ("name", "description", "system_prompt", "model", "stratum",
-                                 "version", "builder")),
+        *(
+            sa.column(c)
+            for c in (
+                "name",
+                "description",
+                "system_prompt",
+                "model",
+                "stratum",
+                "version",
+                "builder",
+            )
+        ),
         sa.column("tools", sa.JSON()),
         sa.column("created_at", sa.DateTime(timezone=True)),
     )

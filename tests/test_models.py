@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from conftest import make_config
 from pydantic import ValidationError
 
 from acti_store import AgentConfig, AgentUpdate, ExecutionHistory, ExecutionRecord, SearchQuery
 from acti_store.models import DEFAULT_MODEL, NAME_RULE, TAG_MAX_LENGTH
-from conftest import make_config
 
 
 def error_fields(exc: ValidationError) -> dict[str, str]:
@@ -93,21 +93,30 @@ def test_execution_record_truncates_long_text_and_sanitises_nul() -> None:
 
 def test_naive_and_offset_timestamps_become_utc() -> None:
     naive = ExecutionRecord(
-        timestamp=datetime(2025, 1, 10, 9, 0), task="t", result_summary="r", success=True,
+        timestamp=datetime(2025, 1, 10, 9, 0),
+        task="t",
+        result_summary="r",
+        success=True,
         duration_seconds=0,
     )
     assert naive.timestamp.tzinfo == UTC
     offset = ExecutionRecord(
         timestamp=datetime(2025, 1, 10, 11, 0, tzinfo=timezone(timedelta(hours=2))),
-        task="t", result_summary="r", success=True, duration_seconds=0,
+        task="t",
+        result_summary="r",
+        success=True,
+        duration_seconds=0,
     )
     assert offset.timestamp == datetime(2025, 1, 10, 9, 0, tzinfo=UTC)
 
 
 def test_history_holds_at_most_fifty_records() -> None:
     record = ExecutionRecord(
-        timestamp=datetime(2025, 1, 10, tzinfo=UTC), task="t", result_summary="r",
-        success=True, duration_seconds=0,
+        timestamp=datetime(2025, 1, 10, tzinfo=UTC),
+        task="t",
+        result_summary="r",
+        success=True,
+        duration_seconds=0,
     )
     with pytest.raises(ValidationError):
         ExecutionHistory(agent_name="a", executions=[record] * 51, total_executions=51)
@@ -123,7 +132,10 @@ def test_search_query_dates_and_errors() -> None:
     )
     with pytest.raises(ValidationError) as info:
         SearchQuery(
-            stratum="INVALID", tools=["invalid_tool"], created_after="yesterday", limit=101,
+            stratum="INVALID",
+            tools=["invalid_tool"],
+            created_after="yesterday",
+            limit=101,
             sort_by="popularity",
         )
     fields = error_fields(info.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import FakeClock, make_config
 from pydantic import ValidationError
 
 from acti_store import (
@@ -18,7 +19,6 @@ from acti_store import (
     SqlAgentRepository,
     VersionConflictError,
 )
-from conftest import FakeClock, make_config
 
 
 def run(repo: SqlAgentRepository, name: str, task: str, success: bool = True, **kw: object):
@@ -50,7 +50,12 @@ def test_create_sets_fresh_metadata_and_round_trips(repo: SqlAgentRepository, cl
     meta = stored.metadata
     assert meta.created_at == meta.updated_at == start
     assert meta.created_at.tzinfo == UTC
-    assert (meta.version, meta.execution_count, meta.success_count, meta.error_count) == (1, 0, 0, 0)
+    assert (meta.version, meta.execution_count, meta.success_count, meta.error_count) == (
+        1,
+        0,
+        0,
+        0,
+    )
     assert meta.last_executed_at is None and meta.builder == "acti-agent-builder"
     assert stored.description == "Qualifies leads — naïve ünïcode 日本"
     assert stored.tools == ["communication", "crm"] and stored.tags == ["sales", "qualification"]
@@ -180,7 +185,12 @@ def test_clone_follows_the_clone_behaviour_table(repo: SqlAgentRepository, clock
     for field in ("system_prompt", "tools", "model", "stratum", "tags"):
         assert getattr(clone, field) == getattr(source, field)
     meta = clone.metadata
-    assert (meta.version, meta.execution_count, meta.success_count, meta.error_count) == (1, 0, 0, 0)
+    assert (meta.version, meta.execution_count, meta.success_count, meta.error_count) == (
+        1,
+        0,
+        0,
+        0,
+    )
     assert meta.created_at == meta.updated_at > source.metadata.created_at + timedelta(hours=23)
     assert meta.last_executed_at is None
     assert repo.get_history("lead_qualifier_v2").executions == []
@@ -208,19 +218,45 @@ def test_clone_overrides_and_errors(repo: SqlAgentRepository):
 @pytest.fixture
 def catalogue(repo: SqlAgentRepository, clock: FakeClock) -> SqlAgentRepository:
     clock.set(datetime(2025, 1, 8, 10, tzinfo=UTC))
-    repo.create(make_config("lead_researcher", description="Researches lead information",
-                            tools=["communication", "websearch"], tags=["sales", "research"]))
+    repo.create(
+        make_config(
+            "lead_researcher",
+            description="Researches lead information",
+            tools=["communication", "websearch"],
+            tags=["sales", "research"],
+        )
+    )
     clock.set(datetime(2025, 1, 9, 14, tzinfo=UTC))
     repo.create(make_config("lead_qualifier", tags=["sales", "qualification", "production"]))
     clock.set(datetime(2025, 1, 9, 15, tzinfo=UTC))
-    repo.create(make_config("appointment_scheduler", stratum="ZACS", tools=["calendar"],
-                            description="Schedules appointments and manages calendar 100%_sure",
-                            tags=["production"]))
+    repo.create(
+        make_config(
+            "appointment_scheduler",
+            stratum="ZACS",
+            tools=["calendar"],
+            description="Schedules appointments and manages calendar 100%_sure",
+            tags=["production"],
+        )
+    )
     clock.set(datetime(2025, 1, 10, 8, tzinfo=UTC))
-    repo.create(make_config("research_assistant", stratum="RTI", tools=["websearch"],
-                            description="Researches topics on the web", tags=[]))
-    repo.create(make_config("unsorted_helper", stratum=None, tools=[], tags=[],
-                            description="Helps with whatever is left over"))
+    repo.create(
+        make_config(
+            "research_assistant",
+            stratum="RTI",
+            tools=["websearch"],
+            description="Researches topics on the web",
+            tags=[],
+        )
+    )
+    repo.create(
+        make_config(
+            "unsorted_helper",
+            stratum=None,
+            tools=[],
+            tags=[],
+            description="Helps with whatever is left over",
+        )
+    )
     for _ in range(3):
         run(repo, "lead_qualifier", "q")
     run(repo, "research_assistant", "r")
@@ -247,22 +283,37 @@ def test_search_filters(catalogue: SqlAgentRepository):
     assert names(r, tags=["production"]) == ["appointment_scheduler", "lead_qualifier"]
     assert names(r, tags=["nobody-has-this"]) == []
     assert names(r, created_after="2025-01-09") == [
-        "appointment_scheduler", "lead_qualifier", "research_assistant", "unsorted_helper"]
+        "appointment_scheduler",
+        "lead_qualifier",
+        "research_assistant",
+        "unsorted_helper",
+    ]
     assert names(r, created_before="2025-01-09") == [
-        "appointment_scheduler", "lead_qualifier", "lead_researcher"]
+        "appointment_scheduler",
+        "lead_qualifier",
+        "lead_researcher",
+    ]
     assert names(r, created_after="2025-01-09T14:30:00", created_before="2025-01-09") == [
-        "appointment_scheduler"]
+        "appointment_scheduler"
+    ]
     assert names(r, min_executions=1) == ["lead_qualifier", "research_assistant"]
     assert names(r, query="lead", stratum="RAI", tools=["websearch"], tags=["research"]) == [
-        "lead_researcher"]
+        "lead_researcher"
+    ]
 
 
 def test_search_wildcards_are_literal_text(catalogue: SqlAgentRepository):
     assert names(catalogue, query="%") == ["appointment_scheduler"]
     assert names(catalogue, query="100%_") == ["appointment_scheduler"]
     assert names(catalogue, query="_") == sorted(
-        ["appointment_scheduler", "lead_qualifier", "lead_researcher", "research_assistant",
-         "unsorted_helper"])
+        [
+            "appointment_scheduler",
+            "lead_qualifier",
+            "lead_researcher",
+            "research_assistant",
+            "unsorted_helper",
+        ]
+    )
     assert names(catalogue, query="lead%qual") == []
     assert names(catalogue, query="' OR 1=1 --") == []
 
@@ -270,16 +321,28 @@ def test_search_wildcards_are_literal_text(catalogue: SqlAgentRepository):
 def test_search_sorts_and_limit(catalogue: SqlAgentRepository):
     r = catalogue
     assert names(r, sort_by="created_at", limit=3) == [
-        "unsorted_helper", "research_assistant", "appointment_scheduler"]
+        "unsorted_helper",
+        "research_assistant",
+        "appointment_scheduler",
+    ]
     assert names(r, sort_by="updated_at", limit=1) == ["lead_researcher"]
     assert names(r, sort_by="execution_count", limit=3) == [
-        "lead_qualifier", "research_assistant", "appointment_scheduler"]
+        "lead_qualifier",
+        "research_assistant",
+        "appointment_scheduler",
+    ]
     assert len(names(r, limit=1)) == 1
 
 
 def test_count_by_stratum(catalogue: SqlAgentRepository):
     assert catalogue.count_by_stratum() == {
-        "RTI": 1, "RAI": 2, "ZACS": 1, "EEI": 0, "IGE": 0, None: 1}
+        "RTI": 1,
+        "RAI": 2,
+        "ZACS": 1,
+        "EEI": 0,
+        "IGE": 0,
+        None: 1,
+    }
 
 
 # -- history ---------------------------------------------------------------------------------------
@@ -310,7 +373,10 @@ def test_fifo_keeps_the_fifty_newest(repo: SqlAgentRepository):
     assert [r.task for r in history.executions] == [f"task {i}" for i in range(50, 0, -1)]
     assert history.total_executions == 51
     assert [r.task for r in repo.get_history("lead_qualifier", limit=3).executions] == [
-        "task 50", "task 49", "task 48"]
+        "task 50",
+        "task 49",
+        "task 48",
+    ]
     assert len(repo.get_history("other_agent").executions) == 1
     stats = repo.execution_stats("lead_qualifier")
     assert (stats.total_executions, stats.success_count, stats.error_count) == (51, 45, 6)

@@ -40,7 +40,9 @@ def test_installed_wheel_finds_its_migrations(tmp_path: Path) -> None:
     # checkout stays out of sight).
     purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     Path(purelib, "test-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     subprocess.run(
