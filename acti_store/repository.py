@@ -18,15 +18,18 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 from sqlalchemy import (
     Connection,
     Engine,
+    Integer,
     Row,
     and_,
     bindparam,
     case,
+    column,
     delete,
     func,
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy import exc as sa_exc
@@ -279,6 +282,12 @@ _EXECUTION_COLUMNS: Final = (
     executions.c.tool_calls_count,
     executions.c.error_type,
 )
+#: Rows of the FTS5 trigram index (revision 0003) matching a MATCH expression.
+_FTS_MATCH: Final = text("SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query").columns(
+    column("rowid", Integer)
+)
+#: The trigram index serves words of at least three characters.
+FTS_MIN_WORD: Final = 3
 _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
     "name": (agents.c.name.asc(),),
     "created_at": (agents.c.created_at.desc(), agents.c.name.asc()),
@@ -575,14 +584,7 @@ class SqlAgentRepository(AgentRepository):
         stmt = select(*_AGENT_COLUMNS)
         conditions: list[ColumnElement[bool]] = []
         if query.query:
-            for word in query.query.lower().split():
-                pattern = f"%{escape_like(word)}%"
-                conditions.append(
-                    or_(
-                        func.lower(agents.c.name).like(pattern, escape="\\"),
-                        func.lower(agents.c.description).like(pattern, escape="\\"),
-                    )
-                )
+            conditions.extend(self._text_conditions(query.query))
         if query.stratum is not None:
             conditions.append(agents.c.stratum == query.stratum)
         if query.tools:
@@ -600,6 +602,30 @@ class SqlAgentRepository(AgentRepository):
         stmt = stmt.where(and_(True, *conditions)).order_by(*_SORTS[query.sort_by])
         with self._read() as conn:
             return [_agent_from_row(row) for row in conn.execute(stmt.limit(query.limit))]
+
+    def _text_conditions(self, query: str) -> list[ColumnElement[bool]]:
+        """Every word must be a case-insensitive substring of the name or the description.
+
+        On SQLite, words of three characters or more go through the FTS5 trigram index (one
+        MATCH for all of them); on PostgreSQL the pg_trgm indexes serve the LIKE on ``lower()``.
+        """
+        words = query.lower().split()
+        conditions: list[ColumnElement[bool]] = []
+        if self._engine.dialect.name == "sqlite":
+            indexed = [w for w in words if len(w) >= FTS_MIN_WORD]
+            if indexed:
+                phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in indexed)
+                conditions.append(agents.c.id.in_(_FTS_MATCH.bindparams(fts_query=phrases)))
+            words = [w for w in words if len(w) < FTS_MIN_WORD]
+        for word in words:
+            pattern = f"%{escape_like(word)}%"
+            conditions.append(
+                or_(
+                    func.lower(agents.c.name).like(pattern, escape="\\"),
+                    func.lower(agents.c.description).like(pattern, escape="\\"),
+                )
+            )
+        return conditions
 
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)

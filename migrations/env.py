@@ -24,6 +24,16 @@ if config.config_file_name is not None and config.attributes.get("connection") i
 
 target_metadata = Base.metadata
 
+#: Search-index objects created by raw SQL in revision 0003 (FTS5 table and its shadow tables,
+#: pg_trgm indexes); they are not ORM metadata, so ``alembic check`` must not report them.
+SEARCH_INDEX_OBJECTS = ("agents_fts", "ix_agents_trgm_")
+
+
+def include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    return not (reflected and name is not None and name.startswith(SEARCH_INDEX_OBJECTS))
+
 
 def _run(connection: Connection) -> None:
     context.configure(
@@ -31,6 +41,7 @@ def _run(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,
         compare_type=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -51,8 +62,10 @@ def run_migrations_online() -> None:
         _run(given)
         return
     # An engine handed over (pytest-alembic does so), else our own from the URL.
-    engine = given if isinstance(given, Engine) else make_engine(
-        config.get_main_option("sqlalchemy.url") or None
+    engine = (
+        given
+        if isinstance(given, Engine)
+        else make_engine(config.get_main_option("sqlalchemy.url") or None)
     )
     try:
         with engine.execution_options(acti_write=True).connect() as conn:

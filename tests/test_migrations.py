@@ -134,6 +134,6 @@ def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None
     try:
         with second.engine.connect() as conn:
             version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
-        assert version == "0002_v2"
+        assert version == "0003_search"
     finally:
         second.close()

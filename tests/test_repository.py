@@ -411,3 +411,17 @@ def test_bulk_put_is_all_or_nothing(repo: SqlAgentRepository):
     )
     assert result.outcomes == {"newcomer": "imported", "lead_qualifier": "skipped"}
     assert repo.get("newcomer").metadata == existing.metadata  # metadata kept exactly
+
+
+def test_text_search_index_follows_every_write(repo: SqlAgentRepository):
+    repo.create(make_config(description="Books dentist appointments"))
+    assert names(repo, query="dentist") == ["lead_qualifier"]
+    repo.update("lead_qualifier", AgentUpdate(description="Books veterinary appointments"))
+    assert names(repo, query="dentist") == []
+    assert names(repo, query="VETERINARY appoint") == ["lead_qualifier"]
+    repo.clone("lead_qualifier", "vet_clone")
+    assert names(repo, query="veterinary") == ["lead_qualifier", "vet_clone"]
+    assert names(repo, query="vet clone") == ["vet_clone"]  # words may hit name or description
+    repo.delete("lead_qualifier")
+    assert names(repo, query="veterinary") == ["vet_clone"]
+    assert names(repo, query='"quoted" veterinary') == []

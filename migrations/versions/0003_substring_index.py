@@ -1,0 +1,102 @@
+"""Substring search index on agent names and descriptions.
+
+SQLite: an external-content FTS5 table with the trigram tokenizer (``agents_fts``), kept in step
+with ``agents`` by triggers, so in the same transaction as every write. PostgreSQL: ``pg_trgm``
+GIN indexes on ``lower(name)`` and ``lower(description)``, which serve ``LIKE '%word%'``. If the
+``pg_trgm`` extension cannot be created (no privilege), the indexes are skipped with a warning and
+search falls back to scanning; nothing else changes.
+
+These objects are not part of the ORM metadata; ``migrations/env.py`` keeps them out of
+``alembic check`` (see ``SEARCH_INDEX_OBJECTS``).
+
+Revision ID: 0003_search
+Revises: 0002_v2
+Create Date: 2025-01-11
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0003_search"
+down_revision: str | None = "0002_v2"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+log = logging.getLogger("alembic.runtime.migration")
+
+_SQLITE_UP = (
+    "CREATE VIRTUAL TABLE agents_fts USING fts5("
+    "name, description, content='agents', content_rowid='id', tokenize='trigram')",
+    "CREATE TRIGGER agents_fts_insert AFTER INSERT ON agents BEGIN "
+    "INSERT INTO agents_fts(rowid, name, description) VALUES (new.id, new.name, new.description); "
+    "END",
+    "CREATE TRIGGER agents_fts_delete AFTER DELETE ON agents BEGIN "
+    "INSERT INTO agents_fts(agents_fts, rowid, name, description) "
+    "VALUES ('delete', old.id, old.name, old.description); "
+    "END",
+    "CREATE TRIGGER agents_fts_update AFTER UPDATE OF name, description ON agents BEGIN "
+    "INSERT INTO agents_fts(agents_fts, rowid, name, description) "
+    "VALUES ('delete', old.id, old.name, old.description); "
+    "INSERT INTO agents_fts(rowid, name, description) VALUES (new.id, new.name, new.description); "
+    "END",
+    "INSERT INTO agents_fts(agents_fts) VALUES ('rebuild')",
+)
+_SQLITE_DOWN = (
+    "DROP TRIGGER IF EXISTS agents_fts_update",
+    "DROP TRIGGER IF EXISTS agents_fts_delete",
+    "DROP TRIGGER IF EXISTS agents_fts_insert",
+    "DROP TABLE IF EXISTS agents_fts",
+)
+
+
+def _pg_trgm_schema(bind: sa.Connection) -> str | None:
+    """The schema holding pg_trgm, creating the extension if we may; None if unavailable."""
+    find = sa.text(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'pg_trgm'"
+    )
+    schema = bind.execute(find).scalar()
+    if schema is not None:
+        return str(schema)
+    bind.execute(sa.text("SAVEPOINT acti_pg_trgm"))
+    try:
+        bind.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public"))
+    except sa.exc.DBAPIError as exc:
+        bind.execute(sa.text("ROLLBACK TO SAVEPOINT acti_pg_trgm"))
+        schema = bind.execute(find).scalar()  # created meanwhile by a concurrent migration?
+        if schema is not None:
+            return str(schema)
+        log.warning("pg_trgm unavailable (%s): substring search will scan", exc.orig)
+        return None
+    bind.execute(sa.text("RELEASE SAVEPOINT acti_pg_trgm"))
+    return "public"
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    if bind.dialect.name == "sqlite":
+        for statement in _SQLITE_UP:
+            op.execute(statement)
+    elif bind.dialect.name == "postgresql":
+        schema = _pg_trgm_schema(bind)
+        if schema is not None:
+            for column in ("name", "description"):
+                op.execute(
+                    f"CREATE INDEX ix_agents_trgm_{column} ON agents "
+                    f'USING gin (lower({column}) "{schema}".gin_trgm_ops)'
+                )
+
+
+def downgrade() -> None:
+    bind = op.get_bind()
+    if bind.dialect.name == "sqlite":
+        for statement in _SQLITE_DOWN:
+            op.execute(statement)
+    elif bind.dialect.name == "postgresql":
+        for column in ("name", "description"):
+            op.execute(f"DROP INDEX IF EXISTS ix_agents_trgm_{column}")
