@@ -10,7 +10,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -119,6 +119,23 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: limit - 3] + "..."
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def trusted(cls: type[M], **values: Any) -> M:
+    """Build a model from values that were validated before (e.g. read back from the store).
+
+    What ``model_construct`` does, without its per-field default handling: every field must be
+    given. The store's hot read paths use it; ``tests/test_models.py`` checks it stays equivalent.
+    """
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__pydantic_fields_set__", set(values))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
 
 
 # --------------------------------------------------------------------------------------------------

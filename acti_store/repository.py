@@ -12,14 +12,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 from sqlalchemy import (
-    Connection,
     Engine,
     Integer,
-    Row,
     and_,
     bindparam,
     case,
@@ -44,7 +43,6 @@ from .errors import (
     VersionConflictError,
 )
 from .models import (
-    BUILDER,
     DESCRIPTION_MAX_LENGTH,
     HISTORY_LIMIT_DEFAULT,
     HISTORY_MAX_RECORDS,
@@ -58,9 +56,11 @@ from .models import (
     ExecutionStats,
     SearchQuery,
     escape_like,
+    trusted,
     utc_now,
 )
 from .schema import UtcDateTime, agent_tags, agents, executions, masks_containing, tools_mask
+from .sqlexec import Cursor, Prepared
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -222,35 +222,47 @@ class AgentRepository(ABC):
 _RETRYABLE_SQLSTATES: Final = {"40001", "40P01", "55P03"}
 
 
-def _is_retryable(exc: sa_exc.DBAPIError) -> bool:
-    sqlstate = getattr(exc.orig, "sqlstate", None)
-    if sqlstate in _RETRYABLE_SQLSTATES:
+def _driver_error(exc: BaseException) -> BaseException:
+    """The DBAPI exception behind ``exc`` (SQLAlchemy wraps them; our fast path does not)."""
+    return exc.orig if isinstance(exc, sa_exc.DBAPIError) and exc.orig is not None else exc
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    """A lock timeout (SQLite), serialization failure or deadlock (PostgreSQL)."""
+    orig = _driver_error(exc)
+    if getattr(orig, "sqlstate", None) in _RETRYABLE_SQLSTATES:
         return True
-    message = str(exc.orig).lower()
+    message = str(orig).lower()
     return "database is locked" in message or "database is busy" in message
 
 
-def _is_unique_violation(exc: sa_exc.IntegrityError) -> bool:
-    sqlstate = getattr(exc.orig, "sqlstate", None)
-    return sqlstate == "23505" or "unique constraint failed" in str(exc.orig).lower()
+def _is_unique_violation(orig: BaseException) -> bool:
+    return (
+        getattr(orig, "sqlstate", None) == "23505"
+        or "unique constraint failed" in str(orig).lower()
+    )
 
 
 @contextmanager
-def _translate_errors(name: str | None = None) -> Iterator[None]:
+def _translate_errors(dbapi: Any, name: str | None = None) -> Iterator[None]:
+    """Turn driver errors (raw or wrapped by SQLAlchemy) into the library's exception tree."""
     try:
         yield
     except AgentStoreError:
         raise
-    except sa_exc.IntegrityError as exc:
-        if name is not None and _is_unique_violation(exc):
-            raise AgentExistsError(name) from exc
-        raise AgentStoreError(f"the store refused the write: {exc.orig}") from exc
-    except (sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
-        raise StoreUnavailableError(f"the store is unavailable: {exc.orig}") from exc
+    except (sa_exc.DBAPIError, dbapi.Error) as exc:
+        orig = _driver_error(exc)
+        if isinstance(orig, dbapi.IntegrityError):
+            if name is not None and _is_unique_violation(orig):
+                raise AgentExistsError(name) from exc
+            raise AgentStoreError(f"the store refused the write: {orig}") from exc
+        if isinstance(orig, dbapi.DataError | dbapi.ProgrammingError):
+            raise AgentStoreError(f"the store rejected the statement: {orig}") from exc
+        raise StoreUnavailableError(f"the store is unavailable: {orig}") from exc
 
 
 # --------------------------------------------------------------------------------------------------
-# The SQLAlchemy implementation
+# Statements: built once, compiled once per dialect (see sqlexec)
 # --------------------------------------------------------------------------------------------------
 
 _AGENT_COLUMNS: Final = (
@@ -282,6 +294,143 @@ _EXECUTION_COLUMNS: Final = (
     executions.c.tool_calls_count,
     executions.c.error_type,
 )
+_CONFIG_KEYS: Final = (
+    "name",
+    "description",
+    "system_prompt",
+    "tools",
+    "tools_mask",
+    "model",
+    "stratum",
+    "tags",
+)
+_METADATA_KEYS: Final = (
+    "created_at",
+    "updated_at",
+    "last_executed_at",
+    "version",
+    "builder",
+    "execution_count",
+    "success_count",
+    "error_count",
+    "total_executions",
+)
+_RECORD_KEYS: Final = ("agent_id", "agent_name", *(c.name for c in _EXECUTION_COLUMNS))
+
+_by_name = agents.c.name == bindparam("name")
+_of_agent = executions.c.agent_id == bindparam("agent_id")
+
+_GET: Final = Prepared(select(*_AGENT_COLUMNS).where(_by_name))
+_GET_FOR_UPDATE: Final = Prepared(select(*_AGENT_COLUMNS).where(_by_name).with_for_update())
+_ID: Final = Prepared(select(agents.c.id).where(_by_name))
+_ALL: Final = Prepared(select(*_AGENT_COLUMNS).order_by(agents.c.name))
+_NAMES: Final = Prepared(select(agents.c.name).order_by(agents.c.name))
+_COUNT_BY_STRATUM: Final = Prepared(
+    select(agents.c.stratum, func.count()).group_by(agents.c.stratum)
+)
+_INSERT_AGENT: Final = Prepared(
+    insert(agents).returning(agents.c.id), columns=_CONFIG_KEYS + _METADATA_KEYS
+)
+_UPDATE_AGENT: Final = Prepared(
+    update(agents).where(
+        agents.c.id == bindparam("where_id"), agents.c.version == bindparam("where_version")
+    ),
+    columns=(*_CONFIG_KEYS, "updated_at", "version"),
+)
+_DELETE_AGENT: Final = Prepared(delete(agents).where(agents.c.id == bindparam("agent_id")))
+_INSERT_TAG: Final = Prepared(insert(agent_tags), columns=("agent_id", "tag"))
+_DELETE_TAGS: Final = Prepared(
+    delete(agent_tags).where(agent_tags.c.agent_id == bindparam("agent_id"))
+)
+_INSERT_EXECUTION: Final = Prepared(insert(executions), columns=_RECORD_KEYS)
+_DELETE_HISTORY: Final = Prepared(delete(executions).where(_of_agent))
+_ARCHIVE_HISTORY: Final = Prepared(
+    update(executions)
+    .where(executions.c.agent_id == bindparam("archived_id"))
+    .values(agent_id=None)
+)
+_HAS_HISTORY: Final = Prepared(select(executions.c.id).where(_of_agent).limit(1))
+_SET_TOTAL: Final = Prepared(
+    update(agents).where(agents.c.id == bindparam("agent_id")), columns=("total_executions",)
+)
+_timestamp = bindparam("timestamp", type_=UtcDateTime())
+_RECORD_RUN: Final = Prepared(
+    update(agents)
+    .where(_by_name)
+    .values(
+        execution_count=agents.c.execution_count + 1,
+        total_executions=agents.c.total_executions + 1,
+        success_count=agents.c.success_count + bindparam("succeeded", type_=Integer()),
+        error_count=agents.c.error_count + bindparam("failed", type_=Integer()),
+        last_executed_at=case(
+            (
+                or_(agents.c.last_executed_at.is_(None), agents.c.last_executed_at < _timestamp),
+                _timestamp,
+            ),
+            else_=agents.c.last_executed_at,
+        ),
+    )
+    .returning(agents.c.id)
+)
+#: Keep the newest HISTORY_MAX_RECORDS of one agent: flat cost on the (agent_id, id) index.
+_TRIM: Final = Prepared(
+    delete(executions).where(
+        _of_agent,
+        executions.c.id
+        <= select(executions.c.id)
+        .where(executions.c.agent_id == bindparam("agent_id"))
+        .order_by(executions.c.id.desc())
+        .limit(1)
+        .offset(HISTORY_MAX_RECORDS)
+        .scalar_subquery(),
+    )
+)
+
+
+def _history_statement(errors_only: bool) -> Prepared:
+    """One statement for the total and the newest records: a consistent read on any engine."""
+    joined = executions.c.agent_id == agents.c.id
+    if errors_only:
+        joined = and_(joined, executions.c.success.is_(False))
+    return Prepared(
+        select(agents.c.total_executions, *_EXECUTION_COLUMNS)
+        .select_from(agents.outerjoin(executions, joined))
+        .where(_by_name)
+        .order_by(executions.c.id.desc())
+        .limit(bindparam("limit", type_=Integer()))
+    )
+
+
+_HISTORY: Final = {False: _history_statement(False), True: _history_statement(True)}
+_STATS: Final = Prepared(
+    select(func.count(executions.c.id), func.avg(executions.c.duration_seconds)).where(_of_agent)
+)
+_archived = and_(executions.c.agent_id.is_(None), executions.c.agent_name == bindparam("name"))
+_ARCHIVED_COUNT: Final = Prepared(select(func.count()).where(_archived))
+_ARCHIVED: Final = Prepared(
+    select(*_EXECUTION_COLUMNS)
+    .where(_archived)
+    .order_by(executions.c.id.desc())
+    .limit(HISTORY_MAX_RECORDS)
+)
+_page = (
+    select(agents.c.id)
+    .where(agents.c.name > bindparam("after"))
+    .order_by(agents.c.name)
+    .limit(bindparam("page_size", type_=Integer()))
+)
+_EXPORT_AGENTS: Final = Prepared(
+    select(*_AGENT_COLUMNS)
+    .where(agents.c.name > bindparam("after"))
+    .order_by(agents.c.name)
+    .limit(bindparam("page_size", type_=Integer()))
+)
+_EXPORT_RECORDS: Final = Prepared(
+    select(executions.c.agent_id, *_EXECUTION_COLUMNS)
+    .where(executions.c.agent_id.in_(_page.scalar_subquery()))
+    .order_by(executions.c.agent_id, executions.c.id.desc())
+)
+
 #: Rows of the FTS5 trigram index (revision 0003) matching a MATCH expression.
 _FTS_MATCH: Final = text("SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query").columns(
     column("rowid", Integer)
@@ -296,40 +445,47 @@ _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
 }
 
 
-def _agent_from_row(row: Row[Any]) -> Agent:
-    """Build the domain model from a stored row without re-validating it (it was on write)."""
-    metadata = AgentMetadata.model_construct(
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        last_executed_at=row.last_executed_at,
-        version=row.version,
-        builder=row.builder,
-        execution_count=row.execution_count,
-        success_count=row.success_count,
-        error_count=row.error_count,
+# --------------------------------------------------------------------------------------------------
+# Rows <-> domain models (stored rows were validated on the way in: no re-validation here)
+# --------------------------------------------------------------------------------------------------
+
+
+def _agent_from_row(row: Sequence[Any]) -> Agent:
+    metadata = trusted(
+        AgentMetadata,
+        created_at=row[8],
+        updated_at=row[9],
+        last_executed_at=row[10],
+        version=row[11],
+        builder=row[12],
+        execution_count=row[13],
+        success_count=row[14],
+        error_count=row[15],
     )
-    return Agent.model_construct(
-        name=row.name,
-        description=row.description,
-        system_prompt=row.system_prompt,
-        tools=list(row.tools),
-        model=row.model,
-        stratum=row.stratum,
-        tags=list(row.tags),
+    return trusted(
+        Agent,
+        name=row[1],
+        description=row[2],
+        system_prompt=row[3],
+        tools=list(row[4]),
+        model=row[5],
+        stratum=row[6],
+        tags=list(row[7]),
         metadata=metadata,
     )
 
 
-def _record_from_row(row: Row[Any]) -> ExecutionRecord:
-    return ExecutionRecord.model_construct(
-        execution_id=row.execution_id,
-        timestamp=row.timestamp,
-        task=row.task,
-        result_summary=row.result_summary,
-        success=bool(row.success),
-        duration_seconds=row.duration_seconds,
-        tool_calls_count=row.tool_calls_count,
-        error_type=row.error_type,
+def _record_from_row(row: Sequence[Any], offset: int = 0) -> ExecutionRecord:
+    return trusted(
+        ExecutionRecord,
+        execution_id=row[offset],
+        timestamp=row[offset + 1],
+        task=row[offset + 2],
+        result_summary=row[offset + 3],
+        success=bool(row[offset + 4]),
+        duration_seconds=row[offset + 5],
+        tool_calls_count=row[offset + 6],
+        error_type=row[offset + 7],
     )
 
 
@@ -360,8 +516,10 @@ def _metadata_values(meta: AgentMetadata, total_executions: int) -> dict[str, An
     }
 
 
-def _record_values(record: ExecutionRecord) -> dict[str, Any]:
+def _record_values(agent_id: int, name: str, record: ExecutionRecord) -> dict[str, Any]:
     return {
+        "agent_id": agent_id,
+        "agent_name": name,
         "execution_id": record.execution_id,
         "timestamp": record.timestamp,
         "task": record.task,
@@ -373,16 +531,28 @@ def _record_values(record: ExecutionRecord) -> dict[str, Any]:
     }
 
 
+def _export_page(cursor: Cursor, page: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """One page of agents (by name) and all their records, in one snapshot."""
+    return cursor.all(_EXPORT_AGENTS, page), cursor.all(_EXPORT_RECORDS, page)
+
+
 def _clone_description(source: str) -> str:
     room = DESCRIPTION_MAX_LENGTH - len(CLONE_SUFFIX)
     return source[:room] + CLONE_SUFFIX
+
+
+# --------------------------------------------------------------------------------------------------
+# The SQLAlchemy implementation
+# --------------------------------------------------------------------------------------------------
 
 
 class SqlAgentRepository(AgentRepository):
     """``AgentRepository`` on SQLAlchemy: SQLite (default) or PostgreSQL.
 
     Every write is one transaction, retried a bounded number of times when the engine reports a
-    lock or serialization conflict; nothing is written by an operation that fails.
+    lock or serialization conflict; nothing is written by an operation that fails. Frequent
+    operations run prepared statements on a pooled DBAPI connection (``sqlexec``); search and the
+    rare paths use SQLAlchemy Core connections. Both come from the same engine and pool.
     """
 
     def __init__(
@@ -393,9 +563,11 @@ class SqlAgentRepository(AgentRepository):
         mirror: Mirror | None = None,
     ) -> None:
         self._engine = engine
+        self._dialect = engine.dialect
+        self._dbapi = engine.dialect.loaded_dbapi
+        self._sqlite = engine.dialect.name == "sqlite"
         self._clock: Clock = clock or utc_now
         self.mirror = mirror
-        self._writer = engine.execution_options(acti_write=True)
 
     # -- plumbing ----------------------------------------------------------------------------------
 
@@ -406,7 +578,7 @@ class SqlAgentRepository(AgentRepository):
     @property
     def location(self) -> str:
         url = self._engine.url
-        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        if self._sqlite and url.database not in (None, "", ":memory:"):
             return str(Path(url.database or "").resolve())
         return url.render_as_string(hide_password=True)
 
@@ -416,47 +588,66 @@ class SqlAgentRepository(AgentRepository):
     def close(self) -> None:
         self._engine.dispose()
 
-    def _write(self, work: Callable[[Connection], T], *, name: str | None = None) -> T:
+    def _run(self, work: Callable[[Cursor], T], *, begin: str | None) -> T:
+        """Run ``work`` on a pooled DBAPI connection, committed if it returns, else rolled back.
+
+        ``begin`` is what SQLite opens the transaction with: ``"BEGIN IMMEDIATE"`` for writes (the
+        write lock up front, so writers queue on the busy timeout), ``"BEGIN"`` for a read that
+        needs one snapshot, None for a single-statement read. PostgreSQL begins implicitly.
+        """
+        connection = self._engine.raw_connection()
+        try:
+            cursor = Cursor(connection.cursor(), self._dialect)
+            if begin is not None and self._sqlite:
+                cursor.raw(begin)
+            result = work(cursor)
+            connection.commit()
+            return result
+        except BaseException:
+            connection.rollback()
+            raise
+        finally:
+            connection.close()
+
+    def _read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
+        with _translate_errors(self._dbapi):
+            return self._run(work, begin="BEGIN" if snapshot else None)
+
+    def _write(self, work: Callable[[Cursor], T], *, name: str | None = None) -> T:
         """Run ``work`` in one write transaction; retry on lock or serialization conflicts."""
         delay = 0.01
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
-                with _translate_errors(name), self._writer.begin() as conn:
-                    return work(conn)
+                with _translate_errors(self._dbapi, name):
+                    return self._run(work, begin="BEGIN IMMEDIATE")
             except StoreUnavailableError as exc:
-                cause = exc.__cause__
-                retryable = isinstance(cause, sa_exc.DBAPIError) and _is_retryable(cause)
-                if not retryable or attempt == WRITE_ATTEMPTS:
+                if exc.__cause__ is None or not _is_retryable(exc.__cause__):
+                    raise
+                if attempt == WRITE_ATTEMPTS:
                     raise
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with _translate_errors(), self._engine.connect() as conn:
-            yield conn
 
     def _notify(self, *names: str) -> None:
         if self.mirror is not None:
             self.mirror.sync(self, names)
 
     @staticmethod
-    def _locate(conn: Connection, name: str, *, for_update: bool = False) -> Row[Any]:
-        stmt = select(*_AGENT_COLUMNS).where(agents.c.name == name)
-        if for_update:
-            stmt = stmt.with_for_update()
-        row = conn.execute(stmt).first()
+    def _locate(cursor: Cursor, name: str, *, for_update: bool = False) -> Sequence[Any]:
+        row = cursor.first(_GET_FOR_UPDATE if for_update else _GET, {"name": name})
         if row is None:
             raise AgentNotFoundError(name)
         return row
 
     @staticmethod
-    def _insert_agent(conn: Connection, values: dict[str, Any]) -> int:
-        agent_id: int = conn.execute(insert(agents).returning(agents.c.id), values).scalar_one()
+    def _insert_agent(cursor: Cursor, values: dict[str, Any]) -> int:
+        row = cursor.first(_INSERT_AGENT, values)
+        assert row is not None
+        agent_id = int(row[0])
         if values["tags"]:
-            conn.execute(
-                insert(agent_tags), [{"agent_id": agent_id, "tag": t} for t in values["tags"]]
+            cursor.executemany(
+                _INSERT_TAG, [{"agent_id": agent_id, "tag": t} for t in values["tags"]]
             )
         return agent_id
 
@@ -467,82 +658,72 @@ class SqlAgentRepository(AgentRepository):
         meta = AgentMetadata(created_at=now, updated_at=now)
         values = _config_values(config) | _metadata_values(meta, 0)
 
-        def work(conn: Connection) -> None:
-            if conn.execute(select(agents.c.id).where(agents.c.name == config.name)).first():
+        def work(cursor: Cursor) -> None:
+            if cursor.first(_ID, {"name": config.name}) is not None:
                 raise AgentExistsError(config.name)
-            self._insert_agent(conn, values)
+            self._insert_agent(cursor, values)
 
         self._write(work, name=config.name)
         self._notify(config.name)
-        return Agent.model_construct(**dict(config), metadata=meta)
+        return trusted(Agent, **dict(config), metadata=meta)
 
     def get(self, name: str) -> Agent:
-        with self._read() as conn:
-            return _agent_from_row(self._locate(conn, name))
+        return self._read(lambda cursor: _agent_from_row(self._locate(cursor, name)))
 
     def exists(self, name: str) -> bool:
-        with self._read() as conn:
-            return (
-                conn.execute(select(agents.c.id).where(agents.c.name == name)).first() is not None
-            )
+        return self._read(lambda cursor: cursor.first(_ID, {"name": name}) is not None)
 
     def list_agents(self) -> list[Agent]:
-        with self._read() as conn:
-            rows = conn.execute(select(*_AGENT_COLUMNS).order_by(agents.c.name))
-            return [_agent_from_row(row) for row in rows]
+        return self._read(lambda cursor: [_agent_from_row(r) for r in cursor.all(_ALL)])
 
     def list_names(self) -> list[str]:
-        with self._read() as conn:
-            return list(conn.execute(select(agents.c.name).order_by(agents.c.name)).scalars())
+        return self._read(lambda cursor: [r[0] for r in cursor.all(_NAMES)])
 
     def update(self, name: str, changes: AgentUpdate, expected_version: int | None = None) -> Agent:
         fields = changes.changes()
         if not fields:
             raise NoChangesError(name)
 
-        def work(conn: Connection) -> Agent:
-            row = self._locate(conn, name, for_update=True)
-            if expected_version is not None and row.version != expected_version:
-                raise VersionConflictError(name, expected_version, row.version)
+        def work(cursor: Cursor) -> Agent:
+            row = self._locate(cursor, name, for_update=True)
             current = _agent_from_row(row)
+            version = current.metadata.version
+            if expected_version is not None and version != expected_version:
+                raise VersionConflictError(name, expected_version, version)
             # Validate the merged result with the same model as create: one set of rules.
             merged = AgentConfig.model_validate(dict(current.config) | fields)
-            values = _config_values(merged)
-            values["updated_at"] = self.now()
-            values["version"] = row.version + 1
-            result = conn.execute(
-                update(agents)
-                .where(agents.c.id == row.id, agents.c.version == row.version)
-                .values(values)
-            )
-            if result.rowcount != 1:  # someone else got in between (no row lock on this engine)
-                raise VersionConflictError(name, row.version, row.version + 1)
-            if "tags" in fields:
-                conn.execute(delete(agent_tags).where(agent_tags.c.agent_id == row.id))
-                if merged.tags:
-                    conn.execute(
-                        insert(agent_tags), [{"agent_id": row.id, "tag": t} for t in merged.tags]
-                    )
             meta = current.metadata.model_copy(
-                update={"updated_at": values["updated_at"], "version": values["version"]}
+                update={"updated_at": self.now(), "version": version + 1}
             )
-            return Agent.model_construct(**dict(merged), metadata=meta)
+            values = _config_values(merged) | {
+                "updated_at": meta.updated_at,
+                "version": meta.version,
+                "where_id": row[0],
+                "where_version": version,
+            }
+            if cursor.execute(_UPDATE_AGENT, values) != 1:  # no row lock on this engine
+                raise VersionConflictError(name, version, version + 1)
+            if "tags" in fields:
+                cursor.execute(_DELETE_TAGS, {"agent_id": row[0]})
+                if merged.tags:
+                    cursor.executemany(
+                        _INSERT_TAG, [{"agent_id": row[0], "tag": t} for t in merged.tags]
+                    )
+            return trusted(Agent, **dict(merged), metadata=meta)
 
         agent = self._write(work)
         self._notify(name)
         return agent
 
     def delete(self, name: str, delete_history: bool = True) -> Agent:
-        def work(conn: Connection) -> Agent:
-            row = self._locate(conn, name, for_update=True)
+        def work(cursor: Cursor) -> Agent:
+            row = self._locate(cursor, name, for_update=True)
             if delete_history:
-                conn.execute(delete(executions).where(executions.c.agent_id == row.id))
+                cursor.execute(_DELETE_HISTORY, {"agent_id": row[0]})
             else:
-                conn.execute(
-                    update(executions).where(executions.c.agent_id == row.id).values(agent_id=None)
-                )
-            conn.execute(delete(agent_tags).where(agent_tags.c.agent_id == row.id))
-            conn.execute(delete(agents).where(agents.c.id == row.id))
+                cursor.execute(_ARCHIVE_HISTORY, {"archived_id": row[0]})
+            cursor.execute(_DELETE_TAGS, {"agent_id": row[0]})
+            cursor.execute(_DELETE_AGENT, {"agent_id": row[0]})
             return _agent_from_row(row)
 
         agent = self._write(work)
@@ -556,8 +737,8 @@ class SqlAgentRepository(AgentRepository):
         description: str | None = None,
         tags: list[str] | None = None,
     ) -> Agent:
-        def work(conn: Connection) -> Agent:
-            source = _agent_from_row(self._locate(conn, source_name))
+        def work(cursor: Cursor) -> Agent:
+            source = _agent_from_row(self._locate(cursor, source_name))
             overrides: dict[str, Any] = {
                 "name": new_name,
                 "description": description
@@ -567,12 +748,12 @@ class SqlAgentRepository(AgentRepository):
             if tags is not None:
                 overrides["tags"] = tags
             config = AgentConfig.model_validate(dict(source.config) | overrides)
-            if conn.execute(select(agents.c.id).where(agents.c.name == new_name)).first():
+            if cursor.first(_ID, {"name": new_name}) is not None:
                 raise AgentExistsError(new_name)
             now = self.now()
             meta = AgentMetadata(created_at=now, updated_at=now)
-            self._insert_agent(conn, _config_values(config) | _metadata_values(meta, 0))
-            return Agent.model_construct(**dict(config), metadata=meta)
+            self._insert_agent(cursor, _config_values(config) | _metadata_values(meta, 0))
+            return trusted(Agent, **dict(config), metadata=meta)
 
         agent = self._write(work, name=new_name)
         self._notify(new_name)
@@ -581,7 +762,6 @@ class SqlAgentRepository(AgentRepository):
     # -- search ------------------------------------------------------------------------------------
 
     def search(self, query: SearchQuery) -> list[Agent]:
-        stmt = select(*_AGENT_COLUMNS)
         conditions: list[ColumnElement[bool]] = []
         if query.query:
             conditions.extend(self._text_conditions(query.query))
@@ -599,9 +779,14 @@ class SqlAgentRepository(AgentRepository):
             conditions.append(agents.c.created_at <= query.created_before)
         if query.min_executions is not None:
             conditions.append(agents.c.execution_count >= query.min_executions)
-        stmt = stmt.where(and_(True, *conditions)).order_by(*_SORTS[query.sort_by])
-        with self._read() as conn:
-            return [_agent_from_row(row) for row in conn.execute(stmt.limit(query.limit))]
+        stmt = (
+            select(*_AGENT_COLUMNS)
+            .where(and_(True, *conditions))
+            .order_by(*_SORTS[query.sort_by])
+            .limit(query.limit)
+        )
+        with _translate_errors(self._dbapi), self._engine.connect() as conn:
+            return [_agent_from_row(row) for row in conn.execute(stmt)]
 
     def _text_conditions(self, query: str) -> list[ColumnElement[bool]]:
         """Every word must be a case-insensitive substring of the name or the description.
@@ -611,7 +796,7 @@ class SqlAgentRepository(AgentRepository):
         """
         words = query.lower().split()
         conditions: list[ColumnElement[bool]] = []
-        if self._engine.dialect.name == "sqlite":
+        if self._sqlite:
             indexed = [w for w in words if len(w) >= FTS_MIN_WORD]
             if indexed:
                 phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in indexed)
@@ -629,172 +814,113 @@ class SqlAgentRepository(AgentRepository):
 
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)
-        with self._read() as conn:
-            rows = (
-                conn.execute(select(agents.c.stratum, func.count()).group_by(agents.c.stratum))
-                .tuples()
-                .all()
-            )
-        for stratum, count in rows:
+        for stratum, count in self._read(lambda cursor: cursor.all(_COUNT_BY_STRATUM)):
             counts[stratum] = int(count)
         return counts
 
     # -- history -----------------------------------------------------------------------------------
 
     def record_execution(self, name: str, record: ExecutionRecord) -> None:
-        ts = bindparam("ts", record.timestamp, type_=UtcDateTime())
-        bump = (
-            update(agents)
-            .where(agents.c.name == name)
-            .values(
-                execution_count=agents.c.execution_count + 1,
-                total_executions=agents.c.total_executions + 1,
-                success_count=agents.c.success_count + int(record.success),
-                error_count=agents.c.error_count + int(not record.success),
-                last_executed_at=case(
-                    (
-                        or_(agents.c.last_executed_at.is_(None), agents.c.last_executed_at < ts),
-                        ts,
-                    ),
-                    else_=agents.c.last_executed_at,
-                ),
-            )
-            .returning(agents.c.id)
-        )
+        bump = {
+            "name": name,
+            "succeeded": int(record.success),
+            "failed": int(not record.success),
+            "timestamp": record.timestamp,
+        }
 
-        def work(conn: Connection) -> None:
-            agent_id = conn.execute(bump).scalar_one_or_none()
-            if agent_id is None:
+        def work(cursor: Cursor) -> None:
+            row = cursor.first(_RECORD_RUN, bump)
+            if row is None:
                 raise AgentNotFoundError(name)
-            conn.execute(
-                insert(executions),
-                {"agent_id": agent_id, "agent_name": name} | _record_values(record),
-            )
-            self._trim(conn, agent_id)
+            cursor.execute(_INSERT_EXECUTION, _record_values(row[0], name, record))
+            cursor.execute(_TRIM, {"agent_id": row[0]})
 
         self._write(work)
         self._notify(name)
-
-    @staticmethod
-    def _trim(conn: Connection, agent_id: int) -> None:
-        """Drop all but the newest ``HISTORY_MAX_RECORDS`` records of one agent."""
-        boundary = (
-            select(executions.c.id)
-            .where(executions.c.agent_id == agent_id)
-            .order_by(executions.c.id.desc())
-            .limit(1)
-            .offset(HISTORY_MAX_RECORDS)
-            .scalar_subquery()
-        )
-        conn.execute(
-            delete(executions).where(executions.c.agent_id == agent_id, executions.c.id <= boundary)
-        )
 
     def get_history(
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
     ) -> ExecutionHistory:
         limit = max(1, min(limit, HISTORY_MAX_RECORDS))
-        with self._read() as conn, conn.begin():
-            row = conn.execute(
-                select(agents.c.id, agents.c.total_executions).where(agents.c.name == name)
-            ).first()
-            if row is None:
-                raise AgentNotFoundError(name)
-            stmt = select(*_EXECUTION_COLUMNS).where(executions.c.agent_id == row.id)
-            if errors_only:
-                stmt = stmt.where(executions.c.success.is_(False))
-            records = conn.execute(stmt.order_by(executions.c.id.desc()).limit(limit))
-            return ExecutionHistory.model_construct(
-                agent_name=name,
-                executions=[_record_from_row(r) for r in records],
-                total_executions=row.total_executions,
-            )
+        rows = self._read(
+            lambda cursor: cursor.all(_HISTORY[errors_only], {"name": name, "limit": limit})
+        )
+        if not rows:
+            raise AgentNotFoundError(name)
+        return trusted(
+            ExecutionHistory,
+            agent_name=name,
+            executions=[_record_from_row(r, 1) for r in rows if r[1] is not None],
+            total_executions=rows[0][0],
+        )
 
     def execution_stats(self, name: str) -> ExecutionStats:
-        with self._read() as conn, conn.begin():
-            row = self._locate(conn, name)
-            retained, average = (
-                conn.execute(
-                    select(func.count(), func.avg(executions.c.duration_seconds)).where(
-                        executions.c.agent_id == row.id
-                    )
-                )
-                .tuples()
-                .one()
-            )
+        def work(cursor: Cursor) -> tuple[Sequence[Any], Sequence[Any]]:
+            row = self._locate(cursor, name)
+            stats = cursor.first(_STATS, {"agent_id": row[0]})
+            assert stats is not None
+            return row, stats
+
+        row, (retained, average) = self._read(work, snapshot=True)
         return ExecutionStats(
-            total_executions=row.total_executions,
-            success_count=row.success_count,
-            error_count=row.error_count,
+            total_executions=row[16],
+            success_count=row[14],
+            error_count=row[15],
             retained=retained,
             average_duration_seconds=None if average is None else float(average),
-            last_executed_at=row.last_executed_at,
+            last_executed_at=row[10],
         )
 
     def archived_history(self, name: str) -> ExecutionHistory:
-        archived = and_(executions.c.agent_id.is_(None), executions.c.agent_name == name)
-        with self._read() as conn, conn.begin():
-            total = conn.execute(select(func.count()).where(archived)).scalar_one()
-            rows = conn.execute(
-                select(*_EXECUTION_COLUMNS)
-                .where(archived)
-                .order_by(executions.c.id.desc())
-                .limit(HISTORY_MAX_RECORDS)
-            )
-            return ExecutionHistory.model_construct(
+        def work(cursor: Cursor) -> ExecutionHistory:
+            total = cursor.first(_ARCHIVED_COUNT, {"name": name})
+            records = cursor.all(_ARCHIVED, {"name": name})
+            return trusted(
+                ExecutionHistory,
                 agent_name=name,
-                executions=[_record_from_row(r) for r in rows],
-                total_executions=total,
+                executions=[_record_from_row(r) for r in records],
+                total_executions=total[0] if total else 0,
             )
+
+        return self._read(work, snapshot=True)
 
     # -- interchange -------------------------------------------------------------------------------
 
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
-        last_name = ""
+        after = ""
         while True:
-            with self._read() as conn, conn.begin():
-                rows = conn.execute(
-                    select(*_AGENT_COLUMNS)
-                    .where(agents.c.name > last_name)
-                    .order_by(agents.c.name)
-                    .limit(page_size)
-                ).all()
-                if not rows:
-                    return
-                by_id: dict[int, list[ExecutionRecord]] = {row.id: [] for row in rows}
-                records = conn.execute(
-                    select(executions.c.agent_id, *_EXECUTION_COLUMNS)
-                    .where(executions.c.agent_id.in_(list(by_id)))
-                    .order_by(executions.c.agent_id, executions.c.id.desc())
-                )
-                for record in records:
-                    by_id[record.agent_id].append(_record_from_row(record))
+            page = {"after": after, "page_size": page_size}
+            rows, records = self._read(partial(_export_page, page=page), snapshot=True)
+            if not rows:
+                return
+            by_id: dict[int, list[ExecutionRecord]] = {row[0]: [] for row in rows}
+            for record in records:
+                by_id[record[0]].append(_record_from_row(record, 1))
             for row in rows:
-                history = by_id[row.id]
+                history = by_id[row[0]]
                 yield (
                     _agent_from_row(row),
-                    ExecutionHistory.model_construct(
-                        agent_name=row.name,
+                    trusted(
+                        ExecutionHistory,
+                        agent_name=row[1],
                         executions=history,
-                        total_executions=row.total_executions,
+                        total_executions=row[16],
                     )
-                    if history or row.total_executions
+                    if history or row[16]
                     else None,
                 )
-            last_name = rows[-1].name
+            after = rows[-1][1]
 
     def bulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
-        return self.bulk_put_stream(lambda: items, on_conflict)
-
-    def bulk_put_stream(
-        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
-    ) -> BulkPutResult:
-        def work(conn: Connection) -> BulkPutResult:
+        def work(cursor: Cursor) -> BulkPutResult:
             result = BulkPutResult()
-            for item in items():
-                result.outcomes[item.name] = self._put(conn, item, on_conflict)
+            records: list[dict[str, Any]] = []
+            for item in items:
+                result.outcomes[item.name] = self._put(cursor, item, on_conflict, records)
+            if records:
+                cursor.executemany(_INSERT_EXECUTION, records)
             return result
 
         result = self._write(work)
@@ -802,20 +928,23 @@ class SqlAgentRepository(AgentRepository):
         return result
 
     def _put(
-        self, conn: Connection, item: ImportItem, on_conflict: ConflictPolicy
+        self,
+        cursor: Cursor,
+        item: ImportItem,
+        on_conflict: ConflictPolicy,
+        records: list[dict[str, Any]],
     ) -> ImportOutcome:
-        existing = conn.execute(select(agents.c.id).where(agents.c.name == item.name)).first()
+        """Stage one item; history records are appended to ``records`` for one executemany."""
+        existing = cursor.first(_ID, {"name": item.name})
         outcome: ImportOutcome = "imported"
-        agent_id: int
         if item.agent is not None:
             if existing is not None:
                 if on_conflict == "fail":
                     raise AgentExistsError(item.name)
                 if on_conflict == "skip":
                     return "skipped"
-                conn.execute(delete(executions).where(executions.c.agent_id == existing.id))
-                conn.execute(delete(agent_tags).where(agent_tags.c.agent_id == existing.id))
-                conn.execute(delete(agents).where(agents.c.id == existing.id))
+                for statement in (_DELETE_HISTORY, _DELETE_TAGS, _DELETE_AGENT):
+                    cursor.execute(statement, {"agent_id": existing[0]})
                 outcome = "replaced"
             total = (
                 item.history.total_executions
@@ -823,42 +952,31 @@ class SqlAgentRepository(AgentRepository):
                 else item.agent.metadata.execution_count
             )
             values = _config_values(item.agent) | _metadata_values(item.agent.metadata, total)
-            agent_id = self._insert_agent(conn, values)
+            agent_id = self._insert_agent(cursor, values)
         else:
             if existing is None:
                 raise AgentNotFoundError(item.name)
-            agent_id = existing.id
-            has_history = conn.execute(
-                select(executions.c.id).where(executions.c.agent_id == agent_id).limit(1)
-            ).first()
-            if has_history is not None:
+            agent_id = existing[0]
+            if cursor.first(_HAS_HISTORY, {"agent_id": agent_id}) is not None:
                 if on_conflict == "fail":
                     raise AgentExistsError(item.name)
                 if on_conflict == "skip":
                     return "skipped"
-                conn.execute(delete(executions).where(executions.c.agent_id == agent_id))
+                cursor.execute(_DELETE_HISTORY, {"agent_id": agent_id})
                 outcome = "replaced"
             if item.history is not None:
-                conn.execute(
-                    update(agents)
-                    .where(agents.c.id == agent_id)
-                    .values(total_executions=item.history.total_executions)
+                cursor.execute(
+                    _SET_TOTAL,
+                    {"agent_id": agent_id, "total_executions": item.history.total_executions},
                 )
-        if item.history is not None and item.history.executions:
+        if item.history is not None:
             # Stored oldest first so that ids order the records newest-last, as live runs do.
             newest = item.history.executions[:HISTORY_MAX_RECORDS]
-            conn.execute(
-                insert(executions),
-                [
-                    {"agent_id": agent_id, "agent_name": item.name} | _record_values(r)
-                    for r in reversed(newest)
-                ],
-            )
+            records.extend(_record_values(agent_id, item.name, r) for r in reversed(newest))
         return outcome
 
 
 __all__ = [
-    "BUILDER",
     "AgentRepository",
     "BulkPutResult",
     "ConflictPolicy",

@@ -143,3 +143,16 @@ def test_search_query_dates_and_errors() -> None:
         "Invalid date format. Use ISO 8601: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS"
     )
     assert set(fields) == {"stratum", "tools", "created_after", "limit", "sort_by"}
+
+
+def test_trusted_construction_equals_validation() -> None:
+    from acti_store.models import Agent, AgentMetadata, trusted
+
+    now = datetime(2025, 1, 9, tzinfo=UTC)
+    meta = AgentMetadata(created_at=now, updated_at=now)
+    validated = Agent.model_validate(dict(make_config()) | {"metadata": meta})
+    built = trusted(Agent, **dict(make_config()), metadata=trusted(AgentMetadata, **dict(meta)))
+    assert built == validated
+    assert built.model_dump() == validated.model_dump()
+    assert built.model_fields_set == validated.model_fields_set
+    assert built.config == make_config()
