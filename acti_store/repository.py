@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 from sqlalchemy import (
+    Connection,
     Engine,
     Integer,
     and_,
     bindparam,
     case,
-    column,
     delete,
     func,
     insert,
@@ -70,6 +70,8 @@ ImportOutcome = Literal["imported", "skipped", "replaced"]
 CLONE_SUFFIX: Final = " (clone)"
 #: How often a write is retried when the engine reports a lock or serialization conflict.
 WRITE_ATTEMPTS: Final = 8
+#: History records ``bulk_put_stream`` stages before one ``executemany``.
+BULK_RECORD_BATCH: Final = 5_000
 
 
 # --------------------------------------------------------------------------------------------------
@@ -431,12 +433,14 @@ _EXPORT_RECORDS: Final = Prepared(
     .order_by(executions.c.agent_id, executions.c.id.desc())
 )
 
-#: Rows of the FTS5 trigram index (revision 0003) matching a MATCH expression.
-_FTS_MATCH: Final = text("SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query").columns(
-    column("rowid", Integer)
-)
 #: The trigram index serves words of at least three characters.
 FTS_MIN_WORD: Final = 3
+#: How many index matches a search collects before it treats its words as common (see search).
+FTS_PROBE_CAP: Final = 1000
+#: Rows of the FTS5 trigram index (revision 0003) matching a MATCH expression, up to the cap.
+_FTS_PROBE: Final = text(
+    f"SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query LIMIT {FTS_PROBE_CAP}"
+)
 _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
     "name": (agents.c.name.asc(),),
     "created_at": (agents.c.created_at.desc(), agents.c.name.asc()),
@@ -763,8 +767,6 @@ class SqlAgentRepository(AgentRepository):
 
     def search(self, query: SearchQuery) -> list[Agent]:
         conditions: list[ColumnElement[bool]] = []
-        if query.query:
-            conditions.extend(self._text_conditions(query.query))
         if query.stratum is not None:
             conditions.append(agents.c.stratum == query.stratum)
         if query.tools:
@@ -779,20 +781,26 @@ class SqlAgentRepository(AgentRepository):
             conditions.append(agents.c.created_at <= query.created_before)
         if query.min_executions is not None:
             conditions.append(agents.c.execution_count >= query.min_executions)
-        stmt = (
-            select(*_AGENT_COLUMNS)
-            .where(and_(True, *conditions))
-            .order_by(*_SORTS[query.sort_by])
-            .limit(query.limit)
-        )
+        # One connection, one read transaction: the text probe and the query see one snapshot.
         with _translate_errors(self._dbapi), self._engine.connect() as conn:
+            if query.query:
+                conditions.extend(self._text_conditions(conn, query.query))
+            stmt = (
+                select(*_AGENT_COLUMNS)
+                .where(and_(True, *conditions))
+                .order_by(*_SORTS[query.sort_by])
+                .limit(query.limit)
+            )
             return [_agent_from_row(row) for row in conn.execute(stmt)]
 
-    def _text_conditions(self, query: str) -> list[ColumnElement[bool]]:
+    def _text_conditions(self, conn: Connection, query: str) -> list[ColumnElement[bool]]:
         """Every word must be a case-insensitive substring of the name or the description.
 
-        On SQLite, words of three characters or more go through the FTS5 trigram index (one
-        MATCH for all of them); on PostgreSQL the pg_trgm indexes serve the LIKE on ``lower()``.
+        PostgreSQL: ``LIKE`` on ``lower()``, served by the pg_trgm indexes. SQLite: the FTS5
+        trigram index is probed for the words of three characters or more, up to
+        ``FTS_PROBE_CAP`` matches. Fewer matches (a selective query) become an id list; a probe
+        that fills up means the words are common, and then an ordered scan that checks ``LIKE``
+        row by row finds ``limit`` hits sooner than collecting every match would.
         """
         words = query.lower().split()
         conditions: list[ColumnElement[bool]] = []
@@ -800,8 +808,10 @@ class SqlAgentRepository(AgentRepository):
             indexed = [w for w in words if len(w) >= FTS_MIN_WORD]
             if indexed:
                 phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in indexed)
-                conditions.append(agents.c.id.in_(_FTS_MATCH.bindparams(fts_query=phrases)))
-            words = [w for w in words if len(w) < FTS_MIN_WORD]
+                ids: list[int] = list(conn.execute(_FTS_PROBE, {"fts_query": phrases}).scalars())
+                if len(ids) < FTS_PROBE_CAP:
+                    conditions.append(agents.c.id.in_(ids))
+                    words = [w for w in words if len(w) < FTS_MIN_WORD]
         for word in words:
             pattern = f"%{escape_like(word)}%"
             conditions.append(
@@ -914,11 +924,19 @@ class SqlAgentRepository(AgentRepository):
     def bulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
+        return self.bulk_put_stream(lambda: items, on_conflict)
+
+    def bulk_put_stream(
+        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
+    ) -> BulkPutResult:
         def work(cursor: Cursor) -> BulkPutResult:
             result = BulkPutResult()
             records: list[dict[str, Any]] = []
-            for item in items:
+            for item in items():
                 result.outcomes[item.name] = self._put(cursor, item, on_conflict, records)
+                if len(records) >= BULK_RECORD_BATCH:  # bounded memory however many items
+                    cursor.executemany(_INSERT_EXECUTION, records)
+                    records.clear()
             if records:
                 cursor.executemany(_INSERT_EXECUTION, records)
             return result
