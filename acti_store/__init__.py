@@ -13,6 +13,7 @@ from .errors import (
     StoreUnavailableError,
     VersionConflictError,
 )
+from .interchange import ExportReport, ImportReport, JsonMirror, export_json, import_json
 from .models import (
     Agent,
     AgentConfig,
@@ -38,12 +39,17 @@ __all__ = [
     "ExecutionHistory",
     "ExecutionRecord",
     "ExecutionStats",
+    "ExportReport",
     "ImportItem",
+    "ImportReport",
+    "JsonMirror",
     "NoChangesError",
     "SchemaVersionError",
     "SearchQuery",
     "SqlAgentRepository",
     "StoreUnavailableError",
     "VersionConflictError",
+    "export_json",
+    "import_json",
     "open_repository",
 ]

@@ -108,7 +108,7 @@ _MAX_REPORTED_ERRORS: Final = 3
 
 
 class DocumentError(ValueError):
-    """A text that is not a valid agent or history document; the message says why."""
+    """A file that is not a valid agent or history document; the message says why."""
 
 
 def loads(data: bytes | str) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
@@ -67,6 +67,8 @@ RESERVED_TAGS: Final[Mapping[str, str]] = {
 }
 
 HISTORY_MAX_RECORDS: Final = 50
+#: Largest count a field may hold: what an ``Integer`` column stores on every engine.
+INTEGER_MAX: Final = 2**31 - 1
 TASK_RECORD_MAX_LENGTH: Final = 500
 RESULT_SUMMARY_MAX_LENGTH: Final = 200
 HISTORY_LIMIT_DEFAULT: Final = 10
@@ -149,6 +151,18 @@ def _no_nul(value: str) -> str:
     return value
 
 
+#: Lone surrogates: a Python ``str`` may hold them, no database driver can encode them (UTF-8).
+_SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
+
+
+def _no_surrogates(value: str) -> str:
+    if _SURROGATE.search(value):
+        raise PydanticCustomError(
+            "surrogate_character", "must be valid Unicode text (no lone surrogates)"
+        )
+    return value
+
+
 def _check_name(value: str) -> str:
     if not NAME_PATTERN.fullmatch(value):
         raise PydanticCustomError("snake_case", NAME_RULE)
@@ -227,7 +241,10 @@ def _none_as_empty(value: object) -> object:
 
 
 def _aware_utc(value: datetime) -> datetime:
-    return as_utc(value)
+    try:
+        return as_utc(value)
+    except OverflowError:  # e.g. 0001-01-01T00:00+14:00 is before the first UTC datetime
+        raise PydanticCustomError("datetime_range", "datetime is out of range in UTC") from None
 
 
 AgentName = Annotated[
@@ -245,7 +262,9 @@ SystemPrompt = Annotated[
     Field(min_length=SYSTEM_PROMPT_MIN_LENGTH, max_length=TEXT_MAX_LENGTH),
     AfterValidator(_no_nul),
 ]
-ModelId = Annotated[str, Field(max_length=MODEL_MAX_LENGTH), AfterValidator(_check_model)]
+ModelId = Annotated[
+    str, Field(max_length=MODEL_MAX_LENGTH), AfterValidator(_no_nul), AfterValidator(_check_model)
+]
 Stratum = Annotated[str, BeforeValidator(_normalise_stratum), AfterValidator(_check_stratum)]
 ToolList = Annotated[list[str], AfterValidator(_check_tools)]
 TagList = Annotated[list[str], AfterValidator(_check_tags)]
@@ -329,7 +348,7 @@ class Agent(AgentConfig):
 
 def _record_text(limit: int) -> AfterValidator:
     def clean(value: str) -> str:
-        return truncate(value.replace("\x00", "\ufffd"), limit)
+        return truncate(_SURROGATE.sub("\ufffd", value.replace("\x00", "\ufffd")), limit)
 
     return AfterValidator(clean)
 
@@ -337,7 +356,7 @@ def _record_text(limit: int) -> AfterValidator:
 class ExecutionRecord(_Model):
     """One run of an agent. Long texts are truncated, never rejected: a run is always recorded."""
 
-    execution_id: str = Field(
+    execution_id: Annotated[str, AfterValidator(_no_nul)] = Field(
         default_factory=lambda: str(uuid.uuid4()),
         min_length=1,
         max_length=64,
@@ -348,7 +367,7 @@ class ExecutionRecord(_Model):
     result_summary: Annotated[str, _record_text(RESULT_SUMMARY_MAX_LENGTH)]
     success: bool
     duration_seconds: float = Field(ge=0, allow_inf_nan=False)
-    tool_calls_count: int = Field(default=0, ge=0)
+    tool_calls_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
     error_type: Annotated[str, _record_text(100)] | None = None
 
 
@@ -389,14 +408,13 @@ def _parse_bound(value: object, info: ValidationInfo) -> object:
                 day = date.fromisoformat(text)
             else:
                 return as_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
-        except ValueError:
+        except (ValueError, OverflowError):
             raise PydanticCustomError("date_format", DATE_FORMAT_HINT) from None
     else:
         raise PydanticCustomError("date_format", DATE_FORMAT_HINT)
-    start = datetime.combine(day, time.min, tzinfo=UTC)
     if info.field_name == "created_before":
-        return start + timedelta(days=1) - timedelta(microseconds=1)
-    return start
+        return datetime.combine(day, time.max, tzinfo=UTC)
+    return datetime.combine(day, time.min, tzinfo=UTC)
 
 
 def escape_like(text: str, escape: str = "\\") -> str:
@@ -415,7 +433,7 @@ class SearchQuery(_Model):
     tags: list[str] | None = None
     created_after: UtcDatetime | None = None
     created_before: UtcDatetime | None = None
-    min_executions: int | None = Field(default=None, ge=0)
+    min_executions: int | None = Field(default=None, ge=0, le=INTEGER_MAX)
     sort_by: SortField = "name"
     limit: int = Field(default=SEARCH_LIMIT_DEFAULT, ge=SEARCH_LIMIT_MIN, le=SEARCH_LIMIT_MAX)
 
@@ -436,7 +454,8 @@ class SearchQuery(_Model):
         # shape of the text is checked so that hostile input never reaches SQL as a surprise.
         if value is None:
             return None
-        return _unique([_no_nul(tag.strip().lower()) for tag in value if tag.strip()])
+        tags = [_no_surrogates(_no_nul(tag.strip().lower())) for tag in value if tag.strip()]
+        return _unique(tags)
 
     def filters(self) -> dict[str, Any]:
         """The filters that are set, in the contract's order (``query`` excluded)."""

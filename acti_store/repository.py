@@ -56,6 +56,7 @@ from .models import (
     ExecutionStats,
     SearchQuery,
     escape_like,
+    is_valid_name,
     trusted,
     utc_now,
 )
@@ -215,6 +216,13 @@ class AgentRepository(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
+
+
+def _require_storable(name: str) -> None:
+    """Raise ``AgentNotFoundError`` for a name no agent can have, without asking the database:
+    a driver cannot even send some of them (NUL on PostgreSQL, lone surrogates on both)."""
+    if not is_valid_name(name):
+        raise AgentNotFoundError(name)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -639,6 +647,7 @@ class SqlAgentRepository(AgentRepository):
 
     @staticmethod
     def _locate(cursor: Cursor, name: str, *, for_update: bool = False) -> Sequence[Any]:
+        _require_storable(name)
         row = cursor.first(_GET_FOR_UPDATE if for_update else _GET, {"name": name})
         if row is None:
             raise AgentNotFoundError(name)
@@ -675,6 +684,8 @@ class SqlAgentRepository(AgentRepository):
         return self._read(lambda cursor: _agent_from_row(self._locate(cursor, name)))
 
     def exists(self, name: str) -> bool:
+        if not is_valid_name(name):
+            return False
         return self._read(lambda cursor: cursor.first(_ID, {"name": name}) is not None)
 
     def list_agents(self) -> list[Agent]:
@@ -831,6 +842,7 @@ class SqlAgentRepository(AgentRepository):
     # -- history -----------------------------------------------------------------------------------
 
     def record_execution(self, name: str, record: ExecutionRecord) -> None:
+        _require_storable(name)
         bump = {
             "name": name,
             "succeeded": int(record.success),
@@ -851,6 +863,7 @@ class SqlAgentRepository(AgentRepository):
     def get_history(
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
     ) -> ExecutionHistory:
+        _require_storable(name)
         limit = max(1, min(limit, HISTORY_MAX_RECORDS))
         rows = self._read(
             lambda cursor: cursor.all(_HISTORY[errors_only], {"name": name, "limit": limit})
@@ -882,6 +895,9 @@ class SqlAgentRepository(AgentRepository):
         )
 
     def archived_history(self, name: str) -> ExecutionHistory:
+        if not is_valid_name(name):
+            return trusted(ExecutionHistory, agent_name=name, executions=[], total_executions=0)
+
         def work(cursor: Cursor) -> ExecutionHistory:
             total = cursor.first(_ARCHIVED_COUNT, {"name": name})
             records = cursor.all(_ARCHIVED, {"name": name})

@@ -15,6 +15,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from .errors import SchemaVersionError, StoreUnavailableError
+from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository
 
 ENV_URL: Final = "ACTI_STORE_URL"
@@ -148,8 +149,6 @@ def open_repository(
     if mirror is None:
         directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
         if directory:
-            from .interchange import JsonMirror
-
             mirror = JsonMirror(directory)
     engine = make_engine(url, **(engine_options or {}))
     try:

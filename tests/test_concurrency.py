@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from conftest import make_config
 from workers import checks, children
 from workers.harness import context, run_children
 
 from acti_store import SqlAgentRepository, open_repository
-from conftest import make_config
 
 PROCESSES = 8
 CALLS = 250

@@ -1,0 +1,515 @@
+"""Domain models and errors in, the contract's texts out. Pure functions: no I/O, no rules.
+
+Every template comes from ``texts``; this module only chooses and fills them.
+"""
+
+from __future__ import annotations
+
+import json
+import reprlib
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+from pydantic import ValidationError
+
+from ..documents import agent_document, dumps
+from ..errors import VersionConflictError
+from ..models import (
+    SORT_DESCRIPTIONS,
+    STRATA,
+    UPDATABLE_FIELDS,
+    Agent,
+    ExecutionHistory,
+    ExecutionRecord,
+    ExecutionStats,
+    SearchQuery,
+    as_utc,
+    truncate,
+)
+from . import texts
+
+# --------------------------------------------------------------------------------------------------
+# Small formatting helpers
+# --------------------------------------------------------------------------------------------------
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = texts.QUOTED_VALUE_LENGTH
+
+
+def quoted(value: object, limit: int = texts.QUOTED_VALUE_LENGTH) -> str:
+    """A user value fit to quote back: one line, bounded, control characters escaped."""
+    text = value[: limit + 1] if isinstance(value, str) else _REPR.repr(value)
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    return truncate(text, limit)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) as one space."""
+    return " ".join(text.split())
+
+
+def preview(text: str, limit: int = texts.CHANGE_PREVIEW_LENGTH) -> str:
+    """At most ``limit`` characters of ``text`` on one line, cut after a whole word."""
+    text = one_line(text)
+    if len(text) <= limit:
+        return text
+    head = text[: limit + 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > 0 else text[:limit]).rstrip() + "..."
+
+
+def listed(values: Iterable[str]) -> str:
+    """``a, b, c``, or ``(none)`` for nothing."""
+    return ", ".join(values) or texts.NONE
+
+
+def display_time(value: datetime | None) -> str:
+    """A timestamp as the summaries show it: UTC, to the second, ``+00:00``."""
+    return texts.NONE if value is None else as_utc(value).isoformat(timespec="seconds")
+
+
+def record_time(value: datetime) -> str:
+    """A timestamp as history entries show it: UTC, to the second, ``Z``."""
+    return as_utc(value).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+
+
+def percent(part: int, whole: int) -> str:
+    """``95.7`` for 45 of 47, ``100`` for all: one decimal, none when it is zero."""
+    return f"{100 * part / whole:.1f}".removesuffix(".0")
+
+
+def seconds(value: float) -> str:
+    return f"{value:.1f}s"
+
+
+def _calls(count: int) -> str:
+    return f"{count} call" if count == 1 else f"{count} calls"
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation errors
+# --------------------------------------------------------------------------------------------------
+
+
+class FieldError(NamedTuple):
+    """One problem with one argument, as the texts list it."""
+
+    field: str
+    message: str
+
+
+def _location(loc: Sequence[int | str]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "input"
+
+
+def field_errors(error: ValidationError) -> list[FieldError]:
+    """Every problem pydantic found, field by field, with the model's own message."""
+    return [
+        FieldError(
+            _location(item["loc"]),
+            quoted(item["msg"], texts.ERROR_MESSAGE_LENGTH),
+        )
+        for item in error.errors(include_url=False)
+    ]
+
+
+def error_lines(errors: Iterable[FieldError]) -> str:
+    return "\n".join(
+        texts.VALIDATION_ERROR_LINE.format(field=e.field, message=e.message) for e in errors
+    )
+
+
+def config_invalid(errors: Iterable[FieldError]) -> str:
+    return texts.CONFIG_INVALID.format(errors=error_lines(errors))
+
+
+def update_invalid(name: str, errors: Iterable[FieldError]) -> str:
+    return texts.UPDATE_INVALID.format(name=name, errors=error_lines(errors))
+
+
+def clone_invalid(source: str, name: str, errors: Iterable[FieldError]) -> str:
+    return texts.CLONE_INVALID.format(source=source, name=name, errors=error_lines(errors))
+
+
+def invalid_parameters(subject: str, errors: Iterable[FieldError]) -> str:
+    return texts.INVALID_PARAMETERS.format(subject=subject, errors=error_lines(errors))
+
+
+def invalid_arguments(tool: str, errors: Iterable[FieldError]) -> str:
+    return texts.INVALID_ARGUMENTS.format(tool=tool, errors=error_lines(errors))
+
+
+def arguments_refused(tool: str, error: ValidationError) -> str:
+    """Arguments LangChain itself refused (a required one missing, or no mapping at all)."""
+    return invalid_arguments(tool, field_errors(error))
+
+
+def invalid_name(parameter: str, value: object) -> str:
+    return texts.INVALID_NAME.format(parameter=parameter, value=quoted(value))
+
+
+def invalid_stratum(value: object) -> str:
+    return texts.INVALID_STRATUM.format(value=quoted(value))
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors of the store
+# --------------------------------------------------------------------------------------------------
+
+
+def not_found(
+    name: str,
+    available: Sequence[str],
+    closing: str,
+    *,
+    heading: str = texts.NOT_FOUND,
+    empty_closing: str = texts.NO_AGENTS_YET,
+) -> str:
+    """The agent is missing: list the ones that exist (sorted), or say there are none."""
+    head = heading.format(name=name)
+    if not available:
+        return f"{head}\n\n{empty_closing}"
+    shown = available[: texts.NOT_FOUND_NAMES_SHOWN]
+    lines = [texts.AVAILABLE_AGENT_LINE.format(name=n) for n in shown]
+    if len(available) > len(shown):
+        lines.append(texts.MORE_AGENTS_LINE.format(count=len(available) - len(shown)))
+    listing = texts.AVAILABLE_AGENTS.format(count=len(available), names="\n".join(lines))
+    return f"{head}\n\n{listing}\n\n{closing}"
+
+
+def already_exists(name: str) -> str:
+    return texts.ALREADY_EXISTS.format(name=name)
+
+
+def clone_target_exists(name: str) -> str:
+    return texts.CLONE_TARGET_EXISTS.format(name=name)
+
+
+def no_changes(name: str) -> str:
+    return texts.NO_CHANGES.format(name=name)
+
+
+def version_conflict(error: VersionConflictError) -> str:
+    return texts.VERSION_CONFLICT.format(
+        name=error.name, expected=error.expected, actual=error.actual
+    )
+
+
+def store_error(error: Exception) -> str:
+    return texts.STORE_ERROR.format(reason=quoted(str(error), texts.ERROR_MESSAGE_LENGTH))
+
+
+def agents_extra_missing(name: str, error: ImportError) -> str:
+    return texts.AGENTS_EXTRA_MISSING.format(name=name, reason=quoted(str(error)))
+
+
+# --------------------------------------------------------------------------------------------------
+# One text per successful outcome
+# --------------------------------------------------------------------------------------------------
+
+
+def created(agent: Agent, location: str) -> str:
+    return texts.CREATED.format(
+        name=agent.name,
+        description=agent.description,
+        tools=listed(agent.tools),
+        stratum=agent.stratum or texts.NONE,
+        model=agent.model,
+        location=location,
+    )
+
+
+def available_tools() -> str:
+    categories = "\n\n".join(
+        texts.CATEGORY_ENTRY.format(
+            name=name,
+            summary=guide.summary,
+            capabilities="\n".join(f"      - {c}" for c in guide.capabilities),
+            best_for=", ".join(guide.best_for),
+            use_cases=guide.use_cases,
+        )
+        for name, guide in texts.CATEGORY_GUIDES.items()
+    )
+    strata = "\n\n".join(
+        texts.STRATUM_ENTRY.format(
+            code=code,
+            title=STRATA[code].rsplit(" (", 1)[0],
+            purpose=guide.purpose,
+            recommended_tools=guide.recommended_tools,
+            examples=guide.examples,
+        )
+        for code, guide in texts.STRATUM_GUIDES.items()
+    )
+    return texts.AVAILABLE_TOOLS.format(categories=categories, strata=strata)
+
+
+def agent_config(agent: Agent) -> str:
+    return texts.AGENT_CONFIG.format(
+        name=agent.name,
+        tools=listed(agent.tools),
+        stratum=agent.stratum or texts.NONE,
+        model=agent.model,
+        document=dumps(agent_document(agent)).rstrip("\n"),
+    )
+
+
+def stratum_label(stratum: str | None) -> str:
+    """The group an agent is listed under: its stratum, or ``UNCLASSIFIED``."""
+    return stratum if stratum is not None and stratum in STRATA else texts.UNCLASSIFIED
+
+
+def group_by_stratum(agents: Iterable[Agent]) -> dict[str, list[Agent]]:
+    """Agents by stratum label: strata in the contract's order, ``UNCLASSIFIED`` last, no empty."""
+    groups: dict[str, list[Agent]] = {label: [] for label in (*STRATA, texts.UNCLASSIFIED)}
+    for agent in agents:
+        groups[stratum_label(agent.stratum)].append(agent)
+    return {label: members for label, members in groups.items() if members}
+
+
+def agent_list(agents: Sequence[Agent]) -> str:
+    if not agents:
+        return texts.NO_AGENTS
+    groups = (
+        texts.AGENT_GROUP.format(
+            label=label,
+            count=len(members),
+            entries="\n\n".join(
+                texts.AGENT_LIST_ENTRY.format(
+                    name=a.name,
+                    description=a.description,
+                    tools=listed(a.tools),
+                    created=display_time(a.metadata.created_at),
+                )
+                for a in members
+            ),
+        )
+        for label, members in group_by_stratum(agents).items()
+    )
+    return texts.AGENT_LIST.format(groups="\n\n".join(groups), total=len(agents))
+
+
+def _change_value(value: object) -> str:
+    return json.dumps(preview(value) if isinstance(value, str) else value, ensure_ascii=False)
+
+
+def changed_fields(old: Agent, new: Agent) -> list[str]:
+    """The fields whose value differs between two versions of an agent, in the contract's order."""
+    return [f for f in UPDATABLE_FIELDS if getattr(old, f) != getattr(new, f)]
+
+
+def updated(old: Agent, new: Agent, location: str) -> str:
+    lines = [
+        texts.CHANGE_LINE.format(
+            field=field,
+            old=_change_value(getattr(old, field)),
+            new=_change_value(getattr(new, field)),
+        )
+        for field in changed_fields(old, new)
+    ]
+    return texts.UPDATED.format(
+        name=new.name,
+        old_version=old.metadata.version,
+        new_version=new.metadata.version,
+        changes="\n".join(lines) or texts.NO_VALUE_CHANGED,
+        description=new.description,
+        tools=listed(new.tools),
+        stratum=new.stratum or texts.NONE,
+        updated=display_time(new.metadata.updated_at),
+        location=location,
+    )
+
+
+class Places(NamedTuple):
+    """Where an agent's records live, and the wording that names them (files or store)."""
+
+    wording: texts.DeleteWording
+    config: str
+    history: str
+    store: str
+
+
+def _targets(heading: str, name: str, places: Places, *, history: bool, kept: bool) -> str:
+    wording = places.wording
+    lines = [heading, wording.config_item]
+    if history:
+        lines.append(wording.history_item)
+    block = "\n".join(lines)
+    if kept:
+        block += "\n\n" + wording.preserved
+    return block.format(
+        name=name, config=places.config, history=places.history, location=places.store
+    )
+
+
+def delete_preview(agent: Agent, places: Places, *, delete_history: bool) -> str:
+    meta = agent.metadata
+    targets = _targets(
+        places.wording.to_delete,
+        agent.name,
+        places,
+        history=delete_history,
+        kept=not delete_history,
+    )
+    return texts.DELETE_PREVIEW.format(
+        name=agent.name,
+        description=agent.description,
+        tools=listed(agent.tools),
+        stratum=agent.stratum or texts.NONE,
+        version=meta.version,
+        created=display_time(meta.created_at),
+        executions=meta.execution_count,
+        successes=meta.success_count,
+        errors=meta.error_count,
+        targets=targets,
+        keep_history="" if delete_history else texts.KEEP_HISTORY_ARGUMENT,
+    )
+
+
+def deleted(name: str, places: Places, *, delete_history: bool) -> str:
+    heading = places.wording.deleted
+    if delete_history:
+        targets = _targets(heading, name, places, history=True, kept=False)
+        return texts.DELETED.format(name=name, targets=targets)
+    targets = _targets(heading, name, places, history=False, kept=True)
+    return texts.DELETED_KEEPING_HISTORY.format(
+        name=name, targets=targets, note=places.wording.note
+    )
+
+
+def delete_not_found(name: str, available: Sequence[str], places: Places) -> str:
+    nothing = places.wording.nothing_deleted
+    return not_found(name, available, nothing, empty_closing=f"{texts.NO_AGENTS_YET}\n\n{nothing}")
+
+
+def cloned(source: Agent, clone: Agent, location: str) -> str:
+    meta = clone.metadata
+    return texts.CLONED.format(
+        source=source.name,
+        source_version=source.metadata.version,
+        name=clone.name,
+        version=meta.version,
+        description=clone.description,
+        tools=listed(clone.tools),
+        stratum=clone.stratum or texts.NONE,
+        tags=listed(clone.tags),
+        created=display_time(meta.created_at),
+        execution_count=meta.execution_count,
+        success_count=meta.success_count,
+        error_count=meta.error_count,
+        location=location,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# search_agents
+# --------------------------------------------------------------------------------------------------
+
+
+def _filter_value(value: object) -> str:
+    if isinstance(value, list):
+        return f"[{', '.join(map(str, value))}]"
+    if isinstance(value, datetime):
+        return display_time(value)
+    return str(value)
+
+
+def _search_header(query: SearchQuery, found: int, *, sorted_results: bool) -> str:
+    lines = [texts.SEARCH_HEADER, ""]
+    if query.query:
+        lines.append(texts.SEARCH_QUERY_LINE.format(query=query.query))
+    filters = query.filters()
+    if filters:
+        shown = ", ".join(f"{k}={_filter_value(v)}" for k, v in filters.items())
+        lines.append(texts.SEARCH_FILTERS_LINE.format(filters=shown))
+    if sorted_results:
+        direction = SORT_DESCRIPTIONS[query.sort_by]
+        lines.append(texts.SEARCH_SORT_LINE.format(field=query.sort_by, direction=direction))
+    lines.append(texts.SEARCH_FOUND_LINE.format(count=found))
+    return "\n".join(lines)
+
+
+def _executions(agent: Agent) -> str:
+    meta = agent.metadata
+    if not meta.execution_count:
+        return "0"
+    rate = percent(meta.success_count, meta.execution_count)
+    return texts.EXECUTIONS_WITH_RATE.format(count=meta.execution_count, rate=rate)
+
+
+def search_results(query: SearchQuery, agents: Sequence[Agent]) -> str:
+    entries = "\n\n".join(
+        texts.SEARCH_RESULT.format(
+            rank=rank,
+            name=a.name,
+            description=a.description,
+            stratum=a.stratum or texts.NONE,
+            tools=listed(a.tools),
+            tags=listed(a.tags),
+            executions=_executions(a),
+            created=display_time(a.metadata.created_at),
+            updated=display_time(a.metadata.updated_at),
+        )
+        for rank, a in enumerate(agents, 1)
+    )
+    header = _search_header(query, len(agents), sorted_results=True)
+    return f"{header}\n\n{texts.THIN_RULE}\n{entries}\n\n{texts.SEARCH_RESULTS_FOOTER}"
+
+
+def no_search_results(query: SearchQuery, counts: Mapping[str | None, int]) -> str:
+    lines = "\n".join(
+        texts.STRATUM_COUNT_LINE.format(label=stratum_label(stratum), count=count)
+        for stratum, count in counts.items()
+    )
+    header = _search_header(query, 0, sorted_results=False)
+    return f"{header}\n\n{texts.SEARCH_NO_RESULTS.format(counts=lines)}"
+
+
+# --------------------------------------------------------------------------------------------------
+# get_agent_history
+# --------------------------------------------------------------------------------------------------
+
+
+def _history_entry(rank: int, record: ExecutionRecord) -> str:
+    fields = {
+        "rank": rank,
+        "timestamp": record_time(record.timestamp),
+        "duration": seconds(record.duration_seconds),
+        "task": one_line(record.task),
+        "calls": _calls(record.tool_calls_count),
+    }
+    if record.success:
+        return texts.HISTORY_SUCCESS_ENTRY.format(result=one_line(record.result_summary), **fields)
+    summary = one_line(record.result_summary)
+    error = f"{record.error_type} - {summary}" if record.error_type else summary
+    return texts.HISTORY_ERROR_ENTRY.format(error=error, **fields)
+
+
+def history(
+    history: ExecutionHistory, stats: ExecutionStats, location: str, *, errors_only: bool
+) -> str:
+    header = texts.HISTORY_HEADER.format(name=history.agent_name)
+    if not stats.total_executions and not history.executions:
+        return f"{header}\n\n{texts.NO_HISTORY.format(name=history.agent_name)}"
+    average = stats.average_duration_seconds
+    statistics = texts.HISTORY_STATISTICS.format(
+        total=stats.total_executions,
+        rate=percent(stats.success_count, stats.total_executions) if stats.total_executions else 0,
+        successes=stats.success_count,
+        average=texts.NONE if average is None else seconds(average),
+        last_executed=display_time(stats.last_executed_at),
+    )
+    records = history.executions
+    if errors_only and not records:
+        body = texts.HISTORY_NO_ERRORS
+    else:
+        recent = texts.HISTORY_RECENT_ERRORS if errors_only else texts.HISTORY_RECENT
+        total = stats.error_count if errors_only else stats.total_executions
+        entries = "\n\n".join(_history_entry(rank, r) for rank, r in enumerate(records, 1))
+        heading = recent.format(shown=len(records), total=total)
+        body = f"{heading}\n{texts.THIN_RULE}\n\n{entries}"
+    footer = texts.HISTORY_FOOTER.format(location=location)
+    return f"{header}\n\n{statistics}\n\n{body}\n\n{footer}"

@@ -1,0 +1,555 @@
+"""Every text the builder tools print, each defined once: the contract's templates.
+
+Templates are ``str.format`` strings; user data only ever goes into the arguments, never into a
+template. Limits and choices come from ``acti_store.models`` and are filled in here, once, so a
+template can never disagree with the rule it describes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final, NamedTuple
+
+from ..models import (
+    DESCRIPTION_MAX_LENGTH,
+    DESCRIPTION_MIN_LENGTH,
+    NAME_MAX_LENGTH,
+    STRATA,
+    SYSTEM_PROMPT_MIN_LENGTH,
+    TOOL_CATEGORIES,
+    UPDATABLE_FIELDS,
+)
+
+RULE: Final = "=" * 50
+THIN_RULE: Final = "-" * 40
+#: Shown where a value is empty or not set (no tools, no stratum, no tags).
+NONE: Final = "(none)"
+#: The group of agents without a stratum, listed after the strata.
+UNCLASSIFIED: Final = "UNCLASSIFIED"
+#: How many names a "not found" text lists before it summarises the rest.
+NOT_FOUND_NAMES_SHOWN: Final = 50
+#: Longest preview of a text value in "Changes applied" (whole words, then "...").
+CHANGE_PREVIEW_LENGTH: Final = 40
+#: Longest user value quoted back in an error text.
+QUOTED_VALUE_LENGTH: Final = 80
+#: Longest single validation message line.
+ERROR_MESSAGE_LENGTH: Final = 300
+
+
+def _bullets(lines: Iterable[str]) -> str:
+    return "\n".join(f"  - {line}" for line in lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared pieces
+# --------------------------------------------------------------------------------------------------
+
+VALIDATION_ERROR_LINE: Final = "  - {field}: {message}"
+
+NOT_FOUND: Final = "ERROR: Agent '{name}' not found."
+SOURCE_NOT_FOUND: Final = "ERROR: Source agent '{name}' not found."
+AVAILABLE_AGENTS: Final = "Available agents ({count}):\n{names}"
+AVAILABLE_AGENT_LINE: Final = "  - {name}"
+MORE_AGENTS_LINE: Final = "  ... and {count} more (use search_agents() to find one)"
+NO_AGENTS_YET: Final = "No agents have been created yet. Use create_agent_config() to create one."
+USE_NAMES_OR_CREATE: Final = (
+    "Use one of the names above, or create a new agent with create_agent_config()."
+)
+USE_NAMES_AS_SOURCE: Final = "Use one of the names above as the source_name parameter."
+USE_NAMES: Final = "Use one of the names above."
+
+INVALID_NAME: Final = f"""ERROR: Invalid {{parameter}} '{{value}}'.
+
+Name must be snake_case:
+  - Only lowercase letters, numbers, and underscores
+  - Must start with a letter
+  - Maximum {NAME_MAX_LENGTH} characters
+
+Example valid names: lead_qualifier_v2, research_agent_new, test_clone_1"""
+
+INVALID_PARAMETERS: Final = """ERROR: Invalid {subject} parameter.
+
+Validation errors:
+{errors}
+
+Please fix the issues and try again."""
+
+INVALID_ARGUMENTS: Final = """ERROR: Invalid arguments for {tool}.
+
+Validation errors:
+{errors}
+
+Please fix the issues and try again."""
+
+NOT_UNICODE: Final = "text must be valid Unicode (it contains a lone surrogate)"
+
+STORE_ERROR: Final = """ERROR: The agent store could not complete the request.
+
+Reason: {reason}
+
+Nothing was changed. Try again in a moment; if it keeps failing, report the reason to the user."""
+
+AGENTS_EXTRA_MISSING: Final = (
+    "ERROR: Cannot execute agent '{name}' - the agent runtime is not installed.\n\n"
+    "Reason: {reason}\n\n"
+    'Install it with: pip install "acti-store[agents]"'
+)
+
+# --------------------------------------------------------------------------------------------------
+# create_agent_config
+# --------------------------------------------------------------------------------------------------
+
+CREATED: Final = """SUCCESS: Agent configuration created and saved!
+
+Agent Summary:
+  Name: {name}
+  Description: {description}
+  Tools: {tools}
+  Stratum: {stratum}
+  Model: {model}
+
+Saved to: {location}
+
+Next steps:
+  - Use get_agent_config('{name}') to review the full configuration
+  - The agent can be instantiated with MCP tools using the FastAPI backend"""
+
+CONFIG_REQUIREMENTS: Final = _bullets(
+    [
+        "name: snake_case (lowercase, numbers, underscores, starts with letter)",
+        f"description: {DESCRIPTION_MIN_LENGTH}-{DESCRIPTION_MAX_LENGTH} characters",
+        f"system_prompt: minimum {SYSTEM_PROMPT_MIN_LENGTH} characters",
+        f"tools: valid options are [{', '.join(TOOL_CATEGORIES)}]",
+    ]
+)
+
+CONFIG_INVALID: Final = f"""ERROR: Agent configuration validation failed.
+
+Validation errors:
+{{errors}}
+
+Requirements:
+{CONFIG_REQUIREMENTS}
+
+Please fix the issues and try again."""
+
+INVALID_STRATUM: Final = f"""ERROR: Invalid stratum '{{value}}'.
+
+Valid stratum options:
+{_bullets(f"{code}: {meaning}" for code, meaning in STRATA.items())}
+
+Please use one of: {", ".join(STRATA)}"""
+
+ALREADY_EXISTS: Final = """ERROR: Agent '{name}' already exists.
+
+Options:
+  1. Choose a different name
+  2. Review the existing agent: get_agent_config('{name}')
+  3. Update the existing agent: update_agent_config('{name}', ...)
+  4. Delete the existing agent first: delete_agent_config('{name}', confirm=True)"""
+
+# --------------------------------------------------------------------------------------------------
+# list_available_tools
+# --------------------------------------------------------------------------------------------------
+
+
+class CategoryGuide(NamedTuple):
+    """What ``list_available_tools`` says about one MCP tool category."""
+
+    summary: str
+    capabilities: tuple[str, ...]
+    best_for: tuple[str, ...]
+    use_cases: str
+
+
+class StratumGuide(NamedTuple):
+    """What ``list_available_tools`` says about one ACTi stratum."""
+
+    purpose: str
+    recommended_tools: str
+    examples: str
+
+
+CATEGORY_GUIDES: Final[Mapping[str, CategoryGuide]] = {
+    "voice": CategoryGuide(
+        "Text-to-speech, voice synthesis (ElevenLabs)",
+        (
+            "Generate spoken audio from text",
+            "Clone and customize voices",
+            "Real-time voice synthesis for calls",
+        ),
+        ("ZACS", "RAI"),
+        "Customer-facing agents, accessibility, audio content",
+    ),
+    "websearch": CategoryGuide(
+        "Web research, fact-finding (Tavily)",
+        (
+            "Search the web for current information",
+            "Research topics and gather facts",
+            "Find documentation and references",
+        ),
+        ("RTI", "EEI"),
+        "Research agents, fact-checkers, information gatherers",
+    ),
+    "calendar": CategoryGuide(
+        "Scheduling, availability checks (Google Calendar)",
+        (
+            "Check availability and schedule meetings",
+            "Create, update, and delete calendar events",
+            "Send calendar invitations",
+        ),
+        ("ZACS",),
+        "Scheduling agents, appointment setters, coordinators",
+    ),
+    "communication": CategoryGuide(
+        "SMS, calls (Twilio)",
+        (
+            "Send SMS messages",
+            "Make and receive phone calls",
+            "Manage communication workflows",
+        ),
+        ("RAI", "ZACS"),
+        "Outreach agents, follow-up agents, notification systems",
+    ),
+    "crm": CategoryGuide(
+        "Contact management, deals (HubSpot)",
+        (
+            "Access and update contact records",
+            "Manage deals and pipelines",
+            "Track customer interactions",
+        ),
+        ("RTI", "RAI", "EEI"),
+        "Sales agents, customer service, data management",
+    ),
+}
+
+STRATUM_GUIDES: Final[Mapping[str, StratumGuide]] = {
+    "RTI": StratumGuide(
+        "Data gathering, fact verification, research",
+        "websearch, crm",
+        "Research assistant, fact-checker, data gatherer",
+    ),
+    "RAI": StratumGuide(
+        "Lead qualification, rapport building, discovery",
+        "communication, crm",
+        "Lead qualifier, discovery agent, SDR assistant",
+    ),
+    "ZACS": StratumGuide(
+        "Scheduling, conversions, follow-ups, closings",
+        "calendar, communication, voice",
+        "Appointment scheduler, closer, follow-up agent",
+    ),
+    "EEI": StratumGuide(
+        "Analytics, market research, optimization",
+        "websearch, crm",
+        "Market analyst, pipeline optimizer, trend tracker",
+    ),
+    "IGE": StratumGuide(
+        "Compliance, quality control, auditing",
+        "all (for comprehensive auditing)",
+        "Compliance checker, QA agent, audit assistant",
+    ),
+}
+
+if set(CATEGORY_GUIDES) != set(TOOL_CATEGORIES) or set(STRATUM_GUIDES) != set(STRATA):
+    raise RuntimeError("every tool category and stratum needs its guide")  # pragma: no cover
+
+CATEGORY_ENTRY: Final = """  {name}
+    {summary}
+    Capabilities:
+{capabilities}
+    Best for strata: {best_for}
+    Use cases: {use_cases}"""
+
+STRATUM_ENTRY: Final = """  {code} ({title})
+    Purpose: {purpose}
+    Recommended tools: {recommended_tools}
+    Example agents: {examples}"""
+
+AVAILABLE_TOOLS: Final = f"""Available MCP Tool Categories
+{RULE}
+
+{{categories}}
+
+{RULE}
+ACTi Stratum Reference & Tool Recommendations
+{RULE}
+
+{{strata}}"""
+
+# --------------------------------------------------------------------------------------------------
+# get_agent_config
+# --------------------------------------------------------------------------------------------------
+
+AGENT_CONFIG: Final = f"""Agent Configuration: {{name}}
+{RULE}
+
+Quick Summary:
+  Tools: {{tools}}
+  Stratum: {{stratum}}
+  Model: {{model}}
+
+Full Configuration:
+{{document}}"""
+
+# --------------------------------------------------------------------------------------------------
+# list_created_agents
+# --------------------------------------------------------------------------------------------------
+
+AGENT_LIST: Final = f"""Created Agents
+{RULE}
+
+{{groups}}
+
+{RULE}
+Total: {{total}} agent(s)
+
+Use get_agent_config('<name>') to see full configuration details."""
+
+AGENT_GROUP: Final = f"""[{{label}}] ({{count}} agent(s))
+{THIN_RULE}
+{{entries}}"""
+
+AGENT_LIST_ENTRY: Final = """  {name}
+    Description: {description}
+    Tools: {tools}
+    Created: {created}"""
+
+NO_AGENTS: Final = """No agents have been created yet.
+
+To create your first agent:
+  1. Call list_available_tools() to see available tool options
+  2. Call create_agent_config() with the agent's details
+
+Example:
+  create_agent_config(
+    name='my_first_agent',
+    description='A helpful agent that...',
+    system_prompt='You are...',
+    tools=['websearch'],
+    stratum='RTI'
+  )"""
+
+# --------------------------------------------------------------------------------------------------
+# update_agent_config
+# --------------------------------------------------------------------------------------------------
+
+UPDATED: Final = """SUCCESS: Agent '{name}' updated (v{old_version} -> v{new_version}).
+
+Changes applied:
+{changes}
+
+Agent Summary:
+  Name: {name}
+  Description: {description}
+  Tools: {tools}
+  Stratum: {stratum}
+  Version: {new_version}
+  Last Updated: {updated}
+
+Saved to: {location}"""
+
+CHANGE_LINE: Final = "  - {field}: {old} -> {new}"
+NO_VALUE_CHANGED: Final = "  - none: every value given equals the current one"
+
+NO_CHANGES: Final = f"""ERROR: No changes specified for agent '{{name}}'.
+
+At least one of the following parameters must be provided:
+{_bullets(UPDATABLE_FIELDS)}
+
+Example:
+  update_agent_config('{{name}}', description='New description')"""
+
+UPDATE_INVALID: Final = """ERROR: Update validation failed for agent '{name}'.
+
+Validation errors:
+{errors}
+
+The agent was NOT modified. Please fix the issues and try again."""
+
+VERSION_CONFLICT: Final = """ERROR: Agent '{name}' was modified by someone else while this update \
+was being applied (expected version {expected}, found version {actual}).
+
+The agent was NOT modified. Use get_agent_config('{name}') to see the current configuration, then \
+apply your changes again."""
+
+# --------------------------------------------------------------------------------------------------
+# delete_agent_config
+# --------------------------------------------------------------------------------------------------
+
+DELETE_PREVIEW: Final = """WARNING: This will permanently delete agent '{name}'.
+
+Agent Details:
+  Description: {description}
+  Tools: {tools}
+  Stratum: {stratum}
+  Version: {version}
+  Created: {created}
+  Executions: {executions} total ({successes} success, {errors} errors)
+
+{targets}
+
+To confirm deletion, call:
+  delete_agent_config('{name}', confirm=True{keep_history})"""
+
+KEEP_HISTORY_ARGUMENT: Final = ", delete_history=False"
+
+DELETED: Final = """SUCCESS: Agent '{name}' has been permanently deleted.
+
+{targets}
+
+This action cannot be undone. To recreate the agent, use create_agent_config()."""
+
+DELETED_KEEPING_HISTORY: Final = """SUCCESS: Agent '{name}' configuration deleted.
+
+{targets}
+
+{note}"""
+
+
+class DeleteWording(NamedTuple):
+    """How the delete texts name what is deleted: mirror files, or records in the store."""
+
+    to_delete: str
+    deleted: str
+    config_item: str
+    history_item: str
+    preserved: str
+    note: str
+    nothing_deleted: str
+
+
+#: With a file mirror: the contract's wording, naming the files.
+FILE_WORDING: Final = DeleteWording(
+    to_delete="Files to be deleted:",
+    deleted="Deleted files:",
+    config_item="  - {config}",
+    history_item="  - {history}",
+    preserved="Preserved:\n  - {history} (execution history retained)",
+    note="Note: History file retained for audit purposes. Delete manually if not needed.",
+    nothing_deleted="No files were deleted.",
+)
+
+#: Without a mirror the records live only in the store: name it, and the records.
+STORE_WORDING: Final = DeleteWording(
+    to_delete="Records to be deleted from the store at {location}:",
+    deleted="Deleted from the store at {location}:",
+    config_item="  - agent configuration '{name}'",
+    history_item="  - execution history of '{name}'",
+    preserved="Preserved:\n  - execution history of '{name}' (archived in the store)",
+    note="Note: History archived in the store for audit purposes.",
+    nothing_deleted="Nothing was deleted.",
+)
+
+# --------------------------------------------------------------------------------------------------
+# clone_agent_config
+# --------------------------------------------------------------------------------------------------
+
+CLONED: Final = """SUCCESS: Agent '{source}' cloned to '{name}'.
+
+Clone Summary:
+  Source: {source} (v{source_version})
+  Target: {name} (v{version})
+
+New Agent Details:
+  Name: {name}
+  Description: {description}
+  Tools: {tools}
+  Stratum: {stratum}
+  Tags: {tags}
+
+Metadata reset:
+  - version: {version} (new)
+  - created_at: {created} (new)
+  - execution_count: {execution_count} (reset)
+  - success_count: {success_count} (reset)
+  - error_count: {error_count} (reset)
+
+Saved to: {location}
+
+Next steps:
+  - Use update_agent_config('{name}', ...) to customize
+  - Use execute_created_agent('{name}', ...) to test"""
+
+CLONE_TARGET_EXISTS: Final = """ERROR: Cannot clone to '{name}' - agent already exists.
+
+Options:
+  1. Choose a different name: clone_agent_config('source', 'new_unique_name')
+  2. Delete existing agent first: delete_agent_config('{name}', confirm=True)
+  3. Update existing agent: update_agent_config('{name}', ...)"""
+
+CLONE_INVALID: Final = """ERROR: Cannot clone '{source}' to '{name}' - validation failed.
+
+Validation errors:
+{errors}
+
+No agent was created. Please fix the issues and try again."""
+
+# --------------------------------------------------------------------------------------------------
+# search_agents
+# --------------------------------------------------------------------------------------------------
+
+SEARCH_HEADER: Final = f"Search Results\n{RULE}"
+SEARCH_QUERY_LINE: Final = 'Query: "{query}"'
+SEARCH_FILTERS_LINE: Final = "Filters: {filters}"
+SEARCH_SORT_LINE: Final = "Sort: {field} ({direction})"
+SEARCH_FOUND_LINE: Final = "Found: {count} agent(s)"
+
+SEARCH_RESULT: Final = """{rank}. {name}
+   Description: {description}
+   Stratum: {stratum}
+   Tools: {tools}
+   Tags: {tags}
+   Executions: {executions}
+   Created: {created}
+   Last Updated: {updated}"""
+
+SEARCH_RESULTS_FOOTER: Final = f"""{RULE}
+Use get_agent_config('<name>') for full details."""
+
+SEARCH_NO_RESULTS: Final = """No agents match the search criteria.
+
+Suggestions:
+  - Broaden your search by removing filters
+  - Use list_created_agents() to see all agents
+  - Create a new agent with create_agent_config()
+
+Current agents by stratum:
+{counts}"""
+
+STRATUM_COUNT_LINE: Final = "  - {label}: {count} agent(s)"
+EXECUTIONS_WITH_RATE: Final = "{count} ({rate}% success rate)"
+
+# --------------------------------------------------------------------------------------------------
+# get_agent_history
+# --------------------------------------------------------------------------------------------------
+
+HISTORY_HEADER: Final = f"Execution History: {{name}}\n{RULE}"
+
+HISTORY_STATISTICS: Final = """Statistics:
+  Total Executions: {total}
+  Success Rate: {rate}% ({successes}/{total})
+  Average Duration: {average}
+  Last Executed: {last_executed}"""
+
+HISTORY_RECENT: Final = "Recent Executions (showing {shown} of {total}):"
+HISTORY_RECENT_ERRORS: Final = "Recent Failed Executions (showing {shown} of {total} errors):"
+HISTORY_NO_ERRORS: Final = "No failed executions found."
+
+HISTORY_SUCCESS_ENTRY: Final = """{rank}. [SUCCESS] {timestamp} ({duration})
+   Task: {task}
+   Result: {result}
+   Tools: {calls}"""
+
+HISTORY_ERROR_ENTRY: Final = """{rank}. [ERROR] {timestamp} ({duration})
+   Task: {task}
+   Error: {error}
+   Tools: {calls}"""
+
+HISTORY_FOOTER: Final = f"""{RULE}
+Full history stored in: {{location}}"""
+
+NO_HISTORY: Final = """No execution history found.
+
+This agent has not been executed yet. To test it:
+  execute_created_agent('{name}', 'Your test task here')"""

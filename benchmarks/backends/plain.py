@@ -1,0 +1,79 @@
+"""Hand-written helpers of the two reference stores (raw sqlite3, JSON files).
+
+They build the contract's documents as plain dicts, in the contract's key order, without going
+through acti_store: the reference stores are meant to be the simplest code that does the job.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Final
+
+from acti_store.models import AgentConfig, ExecutionRecord
+
+BUILDER: Final = "acti-agent-builder"
+HISTORY_MAX: Final = 50
+TOOL_ORDER: Final = ("voice", "websearch", "calendar", "communication", "crm")
+TOOL_BITS: Final = {tool: 1 << i for i, tool in enumerate(TOOL_ORDER)}
+
+
+def iso(value: datetime) -> str:
+    """The contract's timestamp text. Every instant in the benchmark is already UTC."""
+    return value.isoformat(timespec="microseconds")
+
+
+def iso_or_none(value: datetime | None) -> str | None:
+    return None if value is None else iso(value)
+
+
+def tools_mask(tools: list[str]) -> int:
+    mask = 0
+    for tool in tools:
+        mask |= TOOL_BITS[tool]
+    return mask
+
+
+def masks_containing(tools: list[str]) -> list[int]:
+    required = tools_mask(tools)
+    return [m for m in range(1 << len(TOOL_ORDER)) if m & required == required]
+
+
+def new_agent_document(config: AgentConfig, now: str) -> dict[str, Any]:
+    return {
+        "name": config.name,
+        "description": config.description,
+        "system_prompt": config.system_prompt,
+        "tools": list(config.tools),
+        "model": config.model,
+        "stratum": config.stratum,
+        "tags": list(config.tags),
+        "_metadata": {
+            "created_at": now,
+            "updated_at": now,
+            "last_executed_at": None,
+            "version": 1,
+            "builder": BUILDER,
+            "execution_count": 0,
+            "success_count": 0,
+            "error_count": 0,
+        },
+    }
+
+
+def record_document(record: ExecutionRecord) -> dict[str, Any]:
+    return {
+        "execution_id": record.execution_id,
+        "timestamp": iso(record.timestamp),
+        "task": record.task,
+        "result_summary": record.result_summary,
+        "success": record.success,
+        "duration_seconds": record.duration_seconds,
+        "tool_calls_count": record.tool_calls_count,
+        "error_type": record.error_type,
+    }
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """A document as its file holds it (the contract's format)."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,240 @@
+"""Rendering the results: the table, the targets the store must reach, the chart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from .measure import OpStats
+
+REFERENCE: Final = "raw_sqlite3"
+ACTI_SQLITE: Final = "acti_store[sqlite]"
+JSON_FILES: Final = "json_files"
+#: Operations whose acti_store throughput must be at least half of raw sqlite3's.
+HALF_OF_RAW: Final = (
+    "create",
+    "get",
+    "update",
+    "record_execution",
+    "history_read",
+    "export",
+    "import",
+)
+RSS_LIMIT_MB: Final = 150.0
+FLAT_LIMIT: Final = 1.5
+SEARCH_SCALE_LIMIT_MS: Final = 10.0
+
+
+def op_title(op: str, agents: int, search_agents: int) -> str:
+    titles = {
+        "history_read": "history read (limit 10)",
+        "search": f"search @{agents:,}",
+        "search_scale": f"search @{search_agents:,}",
+        "export": f"export @{agents:,}",
+        "import": f"import @{agents:,}",
+        "export_scale": f"export @{search_agents:,}",
+        "import_scale": f"import @{search_agents:,}",
+    }
+    return titles.get(op, op)
+
+
+def _find(stats: Sequence[OpStats], op: str, backend: str) -> OpStats | None:
+    return next((s for s in stats if s.op == op and s.backend == backend), None)
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}"
+
+
+def render_table(stats: Sequence[OpStats], agents: int, search_agents: int) -> str:
+    """Per operation and backend: calls, ops/s, median and p90 latency, ratio to raw sqlite3."""
+    header = (
+        f"{'operation':<26} {'backend':<24} {'calls':>7} {'ops/s':>10} {'median ms':>10} "
+        f"{'p90 ms':>9} {'vs raw':>7}  notes"
+    )
+    lines = [header, "-" * len(header)]
+    ops = list(dict.fromkeys(s.op for s in stats))
+    for op in ops:
+        title = op_title(op, agents, search_agents)
+        reference = _find(stats, op, REFERENCE)
+        for s in (s for s in stats if s.op == op):
+            ratio = f"{s.ops_per_s / reference.ops_per_s:.2f}x" if reference else "-"
+            notes = []
+            if s.extra.get("inline"):
+                notes.append(f"{s.total_s:.1f} s, in-process (no memory figure)")
+            elif "peak_rss_mb" in s.extra:
+                notes.append(
+                    f"{s.total_s:.1f} s, peak RSS {s.extra['peak_rss_mb']:.0f} MB "
+                    f"(+{s.extra['delta_rss_mb']:.0f})"
+                )
+            if "sampled" in s.extra:
+                notes.append(f"{s.extra['sampled']}")
+            lines.append(
+                f"{title:<26} {s.backend:<24} {s.calls:>7} {_rate(s.ops_per_s):>10} "
+                f"{_ms(s.median_ms):>10} {_ms(s.p90_ms):>9} {ratio:>7}  {'; '.join(notes)}"
+            )
+            title = ""
+    return "\n".join(lines)
+
+
+def render_growth(stats: Sequence[OpStats]) -> str:
+    """record_execution: mean latency of the first vs the last 1,000 calls."""
+    lines = [f"{'record_execution':<24} {'first ms':>9} {'last ms':>9} {'last/first':>10}"]
+    for s in stats:
+        if s.op == "record_execution" and "growth" in s.extra:
+            g = s.extra["growth"]
+            lines.append(
+                f"{s.backend:<24} {g['first_ms']:>9.3f} {g['last_ms']:>9.3f} "
+                f"{g['last_over_first']:>9.2f}x"
+            )
+    lines[0] += f"   (mean of the first vs last {_window(stats)} calls)"
+    return "\n".join(lines)
+
+
+def _window(stats: Sequence[OpStats]) -> int:
+    for s in stats:
+        if "growth" in s.extra:
+            window: int = s.extra["growth"]["window"]
+            return window
+    return 0
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    goal: str
+    measured: str
+    met: bool | None  #: None: not measured in this run
+
+
+def targets(stats: Sequence[OpStats], agents: int, search_agents: int) -> list[Target]:
+    """The goals acti_store (SQLite) must reach, evaluated on this run."""
+    result = []
+    for op in HALF_OF_RAW:
+        acti, raw = _find(stats, op, ACTI_SQLITE), _find(stats, op, REFERENCE)
+        if acti and raw:
+            ratio = acti.ops_per_s / raw.ops_per_s
+            result.append(
+                Target(
+                    op_title(op, agents, search_agents),
+                    ">= 0.50x raw",
+                    f"{ratio:.2f}x",
+                    ratio >= 0.5,
+                )
+            )
+    acti, raw, files = (_find(stats, "search", b) for b in (ACTI_SQLITE, REFERENCE, JSON_FILES))
+    if acti and raw and acti.median_ms and raw.median_ms:
+        ratio = acti.median_ms / raw.median_ms
+        result.append(
+            Target(f"search @{agents:,} median", "<= 2x raw", f"{ratio:.2f}x raw", ratio <= 2)
+        )
+    if acti and files and acti.median_ms and files.median_ms:
+        speedup = files.median_ms / acti.median_ms
+        result.append(
+            Target(
+                f"search @{agents:,} median",
+                ">= 50x faster than JSON files",
+                f"{speedup:.0f}x",
+                speedup >= 50,
+            )
+        )
+    scale = _find(stats, "search_scale", ACTI_SQLITE)
+    if scale and scale.median_ms is not None:
+        result.append(
+            Target(
+                f"search @{search_agents:,} median",
+                f"<= {SEARCH_SCALE_LIMIT_MS:.0f} ms",
+                f"{scale.median_ms:.1f} ms",
+                scale.median_ms <= SEARCH_SCALE_LIMIT_MS,
+            )
+        )
+    record = _find(stats, "record_execution", ACTI_SQLITE)
+    if record and "growth" in record.extra:
+        growth = record.extra["growth"]["last_over_first"]
+        result.append(
+            Target(
+                "record_execution flat",
+                f"last/first 1,000 <= {FLAT_LIMIT}x",
+                f"{growth:.2f}x",
+                growth <= FLAT_LIMIT,
+            )
+        )
+    for op in ("export", "import"):
+        title = f"{op} @{search_agents:,} peak RSS"
+        goal = f"< {RSS_LIMIT_MB:.0f} MB"
+        scale, live = _find(stats, f"{op}_scale", ACTI_SQLITE), _find(stats, op, ACTI_SQLITE)
+        if scale is not None and scale.extra.get("inline"):
+            result.append(Target(title, goal, "in-process run", None))
+        elif scale is not None:
+            peak = scale.extra["peak_rss_mb"]
+            result.append(Target(title, goal, f"{peak:.0f} MB", peak < RSS_LIMIT_MB))
+        elif live is not None and not live.extra.get("inline"):  # --scale-io not run: N figure
+            measured = f"{live.extra['peak_rss_mb']:.0f} MB @{agents:,}"
+            result.append(Target(title, goal, measured, None))
+    return result
+
+
+def render_targets(items: Sequence[Target]) -> str:
+    lines = [f"{'target (acti_store on SQLite)':<36} {'goal':<30} {'measured':>18}  status"]
+    for t in items:
+        status = "not measured" if t.met is None else ("met" if t.met else "NOT MET")
+        lines.append(f"{t.name:<36} {t.goal:<30} {t.measured:>18}  {status}")
+    return "\n".join(lines)
+
+
+CHART_OPS: Final = (
+    "create",
+    "get",
+    "update",
+    "record_execution",
+    "history_read",
+    "search",
+    "search_scale",
+    "export",
+    "import",
+    "export_scale",
+    "import_scale",
+)
+
+
+def write_chart(
+    stats: Sequence[OpStats], path: Path, agents: int, search_agents: int, title: str
+) -> None:
+    """Grouped bars: ops/s per backend per operation, log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ops = [op for op in CHART_OPS if any(s.op == op for s in stats)]
+    backends = list(dict.fromkeys(s.backend for s in stats))
+    width = 0.8 / len(backends)
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.3 * len(ops)), 5.0))
+    for i, backend in enumerate(backends):
+        xs, ys = [], []
+        for j, op in enumerate(ops):
+            s = _find(stats, op, backend)
+            if s is not None:
+                xs.append(j - 0.4 + width * (i + 0.5))
+                ys.append(s.ops_per_s)
+        ax.bar(xs, ys, width=width, label=backend)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(ops)))
+    ax.set_xticklabels(
+        [op_title(op, agents, search_agents).replace(" @", "\n@") for op in ops], fontsize=8
+    )
+    ax.set_ylabel("operations per second (log; export/import: agents per second)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

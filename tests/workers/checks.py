@@ -1,0 +1,219 @@
+"""Invariants the parent verifies after children ran; each function returns a list of problems.
+
+Returning problems (instead of asserting) lets the tests ``assert problems == []`` with a readable
+diff and lets ``benchmarks.stress`` print them.
+
+The FIFO check needs every record ever inserted, including the ones the trim deleted: the tests
+install :func:`install_trim_audit`, a trigger that copies each deleted execution row (its id and
+task) into ``trimmed_executions`` in the same transaction. Ids order the history (newest =
+highest), so "the 50 newest are kept" becomes exact: the retained rows are the 50 highest ids of
+retained + trimmed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+from sqlalchemy import Engine, text
+
+from acti_store import AgentNotFoundError, SearchQuery, SqlAgentRepository
+from acti_store.models import HISTORY_MAX_RECORDS
+
+from .children import PROMPT_BASE, Call, crash_update, parse_task
+
+_AUDIT_TABLE = (
+    "CREATE TABLE trimmed_executions ("
+    "id INTEGER, agent_id INTEGER, agent_name VARCHAR(64), task TEXT)"
+)
+_AUDIT_SQLITE = (
+    "CREATE TRIGGER audit_trim AFTER DELETE ON executions BEGIN "
+    "INSERT INTO trimmed_executions VALUES (OLD.id, OLD.agent_id, OLD.agent_name, OLD.task); END"
+)
+_AUDIT_POSTGRESQL = (
+    "CREATE FUNCTION audit_trim() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "INSERT INTO trimmed_executions VALUES (OLD.id, OLD.agent_id, OLD.agent_name, OLD.task); "
+    "RETURN OLD; END $$",
+    "CREATE TRIGGER audit_trim AFTER DELETE ON executions "
+    "FOR EACH ROW EXECUTE FUNCTION audit_trim()",
+)
+
+
+def install_trim_audit(engine: Engine) -> None:
+    """Keep a copy of every execution row the store deletes (test instrumentation only)."""
+    statements = (
+        (_AUDIT_TABLE, _AUDIT_SQLITE)
+        if engine.dialect.name == "sqlite"
+        else (_AUDIT_TABLE, *_AUDIT_POSTGRESQL)
+    )
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.exec_driver_sql(statement)
+
+
+def _rows(engine: Engine, sql: str, name: str) -> list[tuple[int, str]]:
+    with engine.connect() as conn:
+        return [(row.id, row.task) for row in conn.execute(text(sql), {"name": name})]
+
+
+def fifo_problems(repo: SqlAgentRepository, name: str, calls: Sequence[Call]) -> list[str]:
+    """Check one agent after ``calls`` (every call made to it, by any worker) all succeeded.
+
+    Exact: the counters equal the calls; every call was inserted once; the retained records are
+    the 50 newest inserted; each worker's calls were inserted in the order it made them; and
+    ``get_history`` returns the retained records newest first.
+    """
+    problems: list[str] = []
+    agent = repo.get(name)
+    meta = agent.metadata
+    history = repo.get_history(name, limit=HISTORY_MAX_RECORDS)
+    successes = sum(call.success for call in calls)
+    expected = {
+        "execution_count": len(calls),
+        "success_count": successes,
+        "error_count": len(calls) - successes,
+        "total_executions": len(calls),
+    }
+    actual = {
+        "execution_count": meta.execution_count,
+        "success_count": meta.success_count,
+        "error_count": meta.error_count,
+        "total_executions": history.total_executions,
+    }
+    if actual != expected:
+        problems.append(f"{name}: counters {actual}, expected {expected}")
+
+    retained = _rows(
+        repo.engine,
+        "SELECT e.id, e.task FROM executions e JOIN agents a ON e.agent_id = a.id "
+        "WHERE a.name = :name",
+        name,
+    )
+    trimmed = _rows(
+        repo.engine, "SELECT id, task FROM trimmed_executions WHERE agent_name = :name", name
+    )
+    inserted = sorted(retained + trimmed)
+    tasks = Counter(task for _, task in inserted)
+    duplicated = sorted(task for task, n in tasks.items() if n > 1)
+    missing = sorted({call.task for call in calls} - set(tasks))
+    extra = sorted(set(tasks) - {call.task for call in calls})
+    if duplicated or missing or extra:
+        problems.append(
+            f"{name}: inserted records differ from the calls made: duplicated {duplicated[:5]}, "
+            f"missing {missing[:5]}, unexpected {extra[:5]}"
+        )
+    newest = inserted[-HISTORY_MAX_RECORDS:]
+    if sorted(retained) != newest:
+        kept = sorted(i for i, _ in retained)
+        problems.append(
+            f"{name}: kept {len(kept)} records, not the {len(newest)} newest: "
+            f"kept ids {kept[:3]}..., newest {[i for i, _ in newest][:3]}..."
+        )
+    last_call: dict[int, int] = defaultdict(lambda: -1)
+    for _, task in inserted:
+        worker, call = parse_task(task)
+        if call <= last_call[worker]:
+            problems.append(
+                f"{name}: worker {worker} call {call} stored after call {last_call[worker]}"
+            )
+        last_call[worker] = call
+    shown = [record.task for record in history.executions]
+    if shown != [task for _, task in reversed(newest)]:
+        problems.append(f"{name}: get_history is not the newest records newest first: {shown[:5]}")
+    return problems
+
+
+def history_problems(repo: SqlAgentRepository, name: str) -> list[str]:
+    """Check an agent written by ``record_until_killed``: counters agree with the history.
+
+    Run ``n`` has task ``str(n)`` and succeeds when ``n`` is even, so with ``count`` runs committed
+    the history must hold exactly runs ``count, count-1, ...`` (at most 50, no gap) and the
+    counters must be ``count // 2`` successes and the rest errors.
+    """
+    meta = repo.get(name).metadata
+    history = repo.get_history(name, limit=HISTORY_MAX_RECORDS)
+    count = meta.execution_count
+    problems: list[str] = []
+    counters = (history.total_executions, meta.success_count, meta.error_count)
+    if counters != (count, count // 2, count - count // 2):
+        problems.append(
+            f"{name}: execution_count {count} but (total, successes, errors) = {counters}"
+        )
+    expected = [str(n) for n in range(count, max(count - HISTORY_MAX_RECORDS, 0), -1)]
+    tasks = [record.task for record in history.executions]
+    if tasks != expected:
+        problems.append(f"{name}: after {count} runs the history holds {tasks[:5]}...")
+    with repo.engine.connect() as conn:
+        stored = conn.execute(
+            text(
+                "SELECT count(*) FROM executions e JOIN agents a ON e.agent_id = a.id "
+                "WHERE a.name = :name"
+            ),
+            {"name": name},
+        ).scalar_one()
+    if stored != min(count, HISTORY_MAX_RECORDS):
+        problems.append(f"{name}: {stored} execution rows stored after {count} runs")
+    return problems
+
+
+def update_problems(repo: SqlAgentRepository, name: str) -> list[str]:
+    """Check an agent written by ``update_until_killed``: every field names the stored version,
+    and the tag index holds exactly the agent's tags."""
+    agent = repo.get(name)
+    version = agent.metadata.version
+    problems: list[str] = []
+    if version > 1:
+        want = crash_update(version)
+        got = (agent.description, agent.system_prompt, agent.tags)
+        if got != (want.description, want.system_prompt, want.tags):
+            problems.append(f"{name}: version {version} holds fields of another update: {got}")
+    elif not agent.system_prompt.startswith(PROMPT_BASE):
+        problems.append(f"{name}: version 1 holds {agent.system_prompt!r}")
+    problems += tag_index_problems(repo, name, agent.tags)
+    return problems
+
+
+def tag_index_problems(repo: SqlAgentRepository, name: str, tags: Iterable[str]) -> list[str]:
+    """The ``agent_tags`` index holds exactly ``tags`` for ``name`` and search finds it by each."""
+    with repo.engine.connect() as conn:
+        indexed = set(
+            conn.execute(
+                text(
+                    "SELECT t.tag FROM agent_tags t JOIN agents a ON t.agent_id = a.id "
+                    "WHERE a.name = :name"
+                ),
+                {"name": name},
+            ).scalars()
+        )
+    problems = []
+    if indexed != set(tags):
+        problems.append(f"{name}: tag index {sorted(indexed)} but agent tags {sorted(tags)}")
+    for tag in tags:
+        found = [a.name for a in repo.search(SearchQuery(tags=[tag], limit=100))]
+        if name not in found:
+            problems.append(f"{name}: search by tag {tag!r} does not find it")
+    return problems
+
+
+def sqlite_integrity_problems(engine: Engine) -> list[str]:
+    """``PRAGMA integrity_check`` and ``foreign_key_check`` (nothing to check on PostgreSQL)."""
+    if engine.dialect.name != "sqlite":
+        return []
+    with engine.connect() as conn:
+        integrity = [row[0] for row in conn.exec_driver_sql("PRAGMA integrity_check")]
+        orphans = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
+    problems = [] if integrity == ["ok"] else [f"integrity_check: {integrity[:5]}"]
+    if orphans:
+        problems.append(f"foreign_key_check: {orphans[:5]}")
+    return problems
+
+
+def exists_problems(repo: SqlAgentRepository, names: Iterable[str]) -> list[str]:
+    """Every name in ``names`` is an agent of the store."""
+    problems = []
+    for name in names:
+        try:
+            repo.get(name)
+        except AgentNotFoundError:
+            problems.append(f"agent {name} is missing")
+    return problems
