@@ -321,11 +321,11 @@ class AgentMetadata(_Model):
     created_at: UtcDatetime
     updated_at: UtcDatetime
     last_executed_at: UtcDatetime | None = None
-    version: int = Field(default=1, ge=1)
+    version: int = Field(default=1, ge=1, le=INTEGER_MAX)
     builder: str = Field(default=BUILDER, max_length=200)
-    execution_count: int = Field(default=0, ge=0)
-    success_count: int = Field(default=0, ge=0)
-    error_count: int = Field(default=0, ge=0)
+    execution_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
+    success_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
+    error_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
 
 
 class Agent(AgentConfig):
@@ -376,7 +376,7 @@ class ExecutionHistory(_Model):
 
     agent_name: str
     executions: list[ExecutionRecord] = Field(default_factory=list, max_length=HISTORY_MAX_RECORDS)
-    total_executions: int = Field(default=0, ge=0)
+    total_executions: int = Field(default=0, ge=0, le=INTEGER_MAX)
 
 
 class ExecutionStats(_Model):

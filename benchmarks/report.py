@@ -95,6 +95,8 @@ def render_growth(stats: Sequence[OpStats]) -> str:
                 f"{s.backend:<24} {g['first_ms']:>9.3f} {g['last_ms']:>9.3f} "
                 f"{g['last_over_first']:>9.2f}x"
             )
+    if len(lines) == 1:
+        return ""
     lines[0] += f"   (mean of the first vs last {_window(stats)} calls)"
     return "\n".join(lines)
 

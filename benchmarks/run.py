@@ -95,6 +95,8 @@ class BenchConfig:
     inline_io: bool = False
     chart: bool = True
     workdir: Path | None = None
+    #: Run phases 1-2 (the N-agent workload); off: only the M-agent search (and --scale-io).
+    live: bool = True
 
 
 # --------------------------------------------------------------------------------------------------
@@ -408,6 +410,22 @@ def run_scale(run: Run) -> None:
         shutil.rmtree(export_dir)
 
 
+def run_live_phases(run: Run, workload: Workload) -> None:
+    """Phases 1 and 2 on every backend, then the exported folders compared across backends."""
+    exports: dict[str, Path] = {}
+    for label in run.stores.labels:
+        run.log(f"live workload at {workload.size.agents:,} agents: {label}")
+        spec = run.stores.spec(label, "live")
+        run_live(run, spec, workload)
+        run_live_io(run, spec, workload.size.agents, exports)
+    reference = (exports[REFERENCE], folder_digest(exports[REFERENCE]))
+    for label, directory in exports.items():
+        if label != REFERENCE:
+            run.checker.compare_folders(
+                "export", label, reference, (directory, folder_digest(directory))
+            )
+
+
 def run_benchmark(config: BenchConfig) -> dict[str, Any]:
     """Run every phase; returns the results document (also written to ``config.out``)."""
     started = time.perf_counter()
@@ -416,23 +434,11 @@ def run_benchmark(config: BenchConfig) -> dict[str, Any]:
     run = Run(config, stores, Checker(REFERENCE))
     run.notes["code"] = code_fingerprint()
     run.notes["load_before"] = os.getloadavg()
+    workload = make_workload(config.size, config.seed) if config.live else None
     try:
-        run.log(f"workload: {config.size} seed={config.seed} (workdir {workdir})")
-        workload = make_workload(config.size, config.seed)
-        exports: dict[str, Path] = {}
-        for label in stores.labels:
-            run.log(f"live workload at {config.size.agents:,} agents: {label}")
-            spec = stores.spec(label, "live")
-            run_live(run, spec, workload)
-            run_live_io(run, spec, config.size.agents, exports)
-        for label, directory in exports.items():
-            if label != REFERENCE:
-                run.checker.compare_folders(
-                    "export",
-                    label,
-                    (exports[REFERENCE], folder_digest(exports[REFERENCE])),
-                    (directory, folder_digest(directory)),
-                )
+        if workload is not None:
+            run.log(f"workload: {config.size} seed={config.seed} (workdir {workdir})")
+            run_live_phases(run, workload)
         run_scale(run)
     finally:
         stores.close()
@@ -446,10 +452,10 @@ def run_benchmark(config: BenchConfig) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 
-def _sanity(run: Run, workload: Workload) -> dict[str, Any]:
+def _sanity(run: Run, workload: Workload | None) -> dict[str, Any]:
     """Evidence that the checks compared something: non-empty answers, a FIFO that trimmed."""
     runs: dict[str, int] = {}
-    for execution in workload.executions:
+    for execution in workload.executions if workload is not None else ():
         runs[execution.name] = runs.get(execution.name, 0) + 1
     reference = run.checker.answers
     searches = reference.get("search", {}).get(REFERENCE, {})
@@ -471,7 +477,7 @@ def _with_results(answers: dict[int, Any]) -> str:
     return f"{sum(1 for a in answers.values() if a['names'])}/{len(answers)}"
 
 
-def _results(run: Run, workload: Workload, seconds: float) -> dict[str, Any]:
+def _results(run: Run, workload: Workload | None, seconds: float) -> dict[str, Any]:
     config = run.config
     _, _, interchange = interchange_functions()
     return {
@@ -519,8 +525,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         render_table(stats, agents, search_agents),
         "",
-        render_growth(stats),
-        "",
+        *([growth, ""] if (growth := render_growth(stats)) else []),
         render_targets([_target_from(t) for t in results["targets"]]),
         "",
         "checks: " + ("all backends agree" if checks["ok"] else "MISMATCHES"),
@@ -591,6 +596,9 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
         action="store_true",
         help="export/import in this process (fast start, for smoke tests; memory not comparable)",
     )
+    parser.add_argument(
+        "--no-live", action="store_true", help="skip the N-agent workload: only the M-agent phase"
+    )
     parser.add_argument("--no-chart", action="store_true")
     parser.add_argument("--workdir", type=Path, help="where the stores go (a temp dir)")
     args = parser.parse_args(argv)
@@ -628,6 +636,7 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
         json_search_sample_scale=args.json_search_sample_scale,
         scale_io=args.scale_io,
         inline_io=args.inline_io,
+        live=not args.no_live,
         chart=not args.no_chart,
         workdir=args.workdir,
     )

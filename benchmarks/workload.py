@@ -332,6 +332,7 @@ class Execution:
 
 @dataclass(frozen=True)
 class Workload:
+    size: WorkloadSize
     creates: list[Create]
     gets: list[str]
     updates: list[Update]
@@ -402,7 +403,7 @@ def make_workload(size: WorkloadSize, seed: int) -> Workload:
         for _ in range(size.history_reads)
     ]
     searches = make_searches(rng, size.searches, (BASE_TIME, created_at(size.agents)))
-    return Workload(creates, gets, updates, executions, history_reads, searches)
+    return Workload(size, creates, gets, updates, executions, history_reads, searches)
 
 
 # --------------------------------------------------------------------------------------------------

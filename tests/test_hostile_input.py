@@ -13,6 +13,8 @@ absolute paths, SQL fragments, LIKE wildcards), wrong types and missing argument
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -34,11 +36,15 @@ from acti_store import (
     AgentNotFoundError,
     AgentStoreError,
     AgentUpdate,
+    ExecutionHistory,
     ExecutionRecord,
+    ImportReport,
     SearchQuery,
     SqlAgentRepository,
+    import_json,
     open_repository,
 )
+from acti_store.documents import agent_document, dumps, history_document
 from acti_store.execution.catalog import McpCatalog
 from acti_store.models import UPDATABLE_FIELDS, is_valid_name
 from acti_store.testing import ScriptedChatModel
@@ -489,10 +495,6 @@ def test_search_text_is_literal(seeded: SqlAgentRepository, words: list[str]) ->
 
 #: A valid value of each tool argument, so that hostile values meet otherwise valid calls.
 VALID_ARGUMENTS: dict[str, Any] = VALID | {
-    "name": "lead_qualifier",
-    "source_name": "lead_qualifier",
-    "new_name": "fresh_agent",
-    "agent_name": "lead_qualifier",
     "confirm": True,
     "delete_history": False,
     "query": "lead",
@@ -506,18 +508,29 @@ VALID_ARGUMENTS: dict[str, Any] = VALID | {
     "skip_unavailable_tools": False,
     "include_errors_only": True,
 }
+#: Names an argument may validly take: the seeded agent, or a new one.
+agent_names = st.one_of(
+    st.just("lead_qualifier"), st.from_regex(r"[a-z][a-z0-9_]{0,20}", fullmatch=True)
+)
+NAME_ARGUMENTS = ("name", "source_name", "new_name", "agent_name")
 
 
-def tool_arguments(tool: BaseTool) -> st.SearchStrategy[dict[str, Any]]:
-    """Arguments for ``tool``: each of its parameters valid, hostile or missing, sometimes an
-    unknown one besides."""
-    return st.fixed_dictionaries(
-        {},
-        optional={
-            **{arg: maybe_hostile(VALID_ARGUMENTS[arg]) for arg in tool.args},
-            "unexpected": hostile_value,
-        },
-    )
+@st.composite
+def tool_arguments(draw: st.DrawFn, tool: BaseTool) -> dict[str, Any]:
+    """Arguments for ``tool``: valid, except up to two hostile and up to one missing, and
+    sometimes an unknown argument besides."""
+    names = sorted(tool.args)
+    arguments = {
+        arg: draw(agent_names) if arg in NAME_ARGUMENTS else VALID_ARGUMENTS[arg] for arg in names
+    }
+    if names:
+        for arg in draw(st.sets(st.sampled_from(names), max_size=2)):
+            arguments[arg] = draw(hostile_value)
+        for arg in draw(st.sets(st.sampled_from(names), max_size=1)):
+            del arguments[arg]
+    if draw(st.booleans()):
+        arguments["unexpected"] = draw(hostile_value)
+    return arguments
 
 
 def rejection_problems(tool: BaseTool, text: str, artifact: dict[str, Any] | None) -> list[str]:
@@ -600,3 +613,184 @@ def test_tools_answer_every_hostile_call_with_text(
         repo.close()
     assert sorted(p.name for p in tmp_path.parent.iterdir()) == neighbours
     assert not any(Path("/tmp").glob("acti_store_hostile*"))
+
+
+# -- the importer -------------------------------------------------------------------------------
+
+AGENT_DOCUMENT = json.loads(
+    dumps(
+        agent_document(
+            Agent.model_validate(
+                VALID
+                | {
+                    "name": "imported_agent",
+                    "metadata": {
+                        "created_at": "2025-01-09T14:30:22.123456+00:00",
+                        "updated_at": "2025-01-10T09:00:00+00:00",
+                        "last_executed_at": "2025-01-10T09:20:45+00:00",
+                        "version": 3,
+                        "execution_count": 2,
+                        "success_count": 1,
+                        "error_count": 1,
+                    },
+                }
+            )
+        )
+    )
+)
+HISTORY_DOCUMENT = json.loads(
+    dumps(
+        history_document(
+            ExecutionHistory(
+                agent_name="imported_agent",
+                executions=[record(execution_id="b", success=False), record(execution_id="a")],
+                total_executions=2,
+            )
+        )
+    )
+)
+#: JSON values a hostile document may hold anywhere: big and negative numbers, deep nesting.
+json_values = st.one_of(
+    hostile_value.filter(lambda v: not isinstance(v, bytes)),
+    st.sampled_from([2**31, 2**63, 2**70, -1, 1e308, -0.0]),
+    st.just([[[[[[["deep"]]]]]]]),
+)
+
+
+@st.composite
+def hostile_document(draw: st.DrawFn, document: dict[str, Any]) -> Any:
+    """``document`` with up to three leaves (or keys) replaced, removed or added."""
+    document = json.loads(json.dumps(document))
+    for _ in range(draw(st.integers(1, 3))):
+        parent: Any = document
+        path = draw(st.sampled_from(sorted(_paths(document), key=str)))
+        for key in path[:-1]:
+            parent = parent[key]
+        action = draw(st.sampled_from(["replace", "remove", "add"]))
+        if action == "remove" and isinstance(parent, dict):
+            parent.pop(path[-1], None)
+        elif action == "add" and isinstance(parent, dict):
+            parent[draw(st.sampled_from(NASTY_STRINGS[:20]))] = copy.deepcopy(draw(json_values))
+        else:
+            parent[path[-1]] = copy.deepcopy(draw(json_values))
+    return document
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a leaf or container inside a JSON document."""
+    children = value.items() if isinstance(value, dict) else enumerate(value)
+    paths = []
+    for key, child in children:
+        paths.append((*prefix, key))
+        if isinstance(child, dict | list) and child:
+            paths += _paths(child, (*prefix, key))
+    return paths
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def check_import(repo: SqlAgentRepository, folder: Path, **options: Any) -> ImportReport:
+    """Import ``folder``; the import reads only, and either every valid file is imported and
+    reads back as its document, or (a bad file in an all-or-nothing import) nothing is."""
+    before, files = dump(repo), folder_bytes(folder)
+    report = import_json(repo, folder, **options)
+    assert folder_bytes(folder) == files
+    for file, reason in report.invalid.items():
+        assert isinstance(reason, str) and reason, file
+    if report.aborted or not (report.imported or report.replaced):
+        assert dump(repo) == before
+    for name in report.imported + report.replaced:
+        file = folder / f"{name}.json"
+        if file.exists():  # else only the history of an agent in the store was imported
+            document, stored = json.loads(file.read_text()), repo.get(name)
+            texts = ("name", "description", "system_prompt")
+            assert {key: getattr(stored, key) for key in texts} == {k: document[k] for k in texts}
+    # Imported counters are the files' own, so only the store's validity is checked here.
+    assert checks.sqlite_integrity_problems(repo.engine) == []
+    for agent in repo.list_agents():
+        repo.get_history(agent.name, limit=50)
+    return report
+
+
+@hostile_settings
+@given(
+    agent=st.one_of(st.none(), hostile_document(AGENT_DOCUMENT)),
+    history=st.one_of(st.none(), hostile_document(HISTORY_DOCUMENT)),
+    all_or_nothing=st.booleans(),
+)
+def test_import_of_hostile_documents_reports_them_and_keeps_the_store_valid(
+    seeded: SqlAgentRepository,
+    tmp_path_factory: pytest.TempPathFactory,
+    agent: Any,
+    history: Any,
+    all_or_nothing: bool,
+) -> None:
+    folder = tmp_path_factory.mktemp("import")
+    (folder / "valid_one.json").write_text(
+        json.dumps(AGENT_DOCUMENT | {"name": "valid_one"}), encoding="utf-8"
+    )
+    for file, document in (
+        ("imported_agent.json", agent),
+        ("imported_agent_history.json", history),
+    ):
+        if document is not None:
+            (folder / file).write_text(json.dumps(document), encoding="utf-8")
+
+    report = check_import(seeded, folder, all_or_nothing=all_or_nothing, on_conflict="replace")
+
+    if all_or_nothing and report.invalid:
+        assert report.aborted and not seeded.exists("valid_one")
+    else:
+        assert "valid_one" in report.imported + report.replaced
+    clean_up(seeded)
+
+
+def test_import_reports_hostile_files_and_reads_nothing_outside(
+    seeded: SqlAgentRepository, tmp_path: Path
+) -> None:
+    folder, outside = tmp_path / "import", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    secret = outside / "secret_agent.json"
+    secret.write_text(json.dumps(AGENT_DOCUMENT | {"name": "secret_agent"}))
+    (folder / "secret_agent.json").symlink_to(secret)
+    (folder / "passwd.json").symlink_to("/etc/passwd")
+    (folder / "loop.json").symlink_to(folder / "loop.json")
+    (folder / "sub.json").mkdir()
+    files = {
+        "..json": b"{}",
+        "../escape.json": None,  # not a possible file name: the import sees the plain names
+        "deep.json": b"[" * 100_000 + b"]" * 100_000,
+        "huge.json": b'{"name": "' + b"x" * (9 * 1024 * 1024) + b'"}',
+        "binary.json": bytes(range(256)),
+        "nul.json": json.dumps(AGENT_DOCUMENT | {"description": "nul \x00 in text"}).encode(),
+        "surrogate.json": json.dumps(
+            AGENT_DOCUMENT | {"name": "surrogate", "description": "\ud800"}
+        ).encode(),
+        "imported_agent.json": json.dumps(AGENT_DOCUMENT | {"name": "../../etc/passwd"}).encode(),
+        "Über.json": json.dumps(AGENT_DOCUMENT | {"name": "Über"}).encode(),
+        "big_numbers.json": json.dumps(
+            AGENT_DOCUMENT
+            | {"name": "big_numbers"}
+            | {"_metadata": AGENT_DOCUMENT["_metadata"] | {"execution_count": 2**70}}
+        ).encode(),
+        "lead_qualifier_history.json": json.dumps(
+            HISTORY_DOCUMENT | {"agent_name": "lead_qualifier", "total_executions": 2**63}
+        ).encode(),
+        "fine_agent.json": json.dumps(AGENT_DOCUMENT | {"name": "fine_agent"}).encode(),
+    }
+    for name, data in files.items():
+        if data is not None:
+            (folder / name).write_bytes(data)
+
+    report = check_import(seeded, folder, all_or_nothing=False)
+
+    assert report.imported == ["fine_agent"]
+    expected_invalid = {name for name, data in files.items() if data is not None} - {
+        "fine_agent.json"
+    }
+    assert set(report.invalid) >= expected_invalid | {"secret_agent.json", "passwd.json"}
+    assert not seeded.exists("secret_agent")
+    assert check_import(seeded, folder).aborted  # all or nothing: one bad file, nothing written
