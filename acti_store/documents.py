@@ -14,6 +14,7 @@ repository. Every problem is a ``DocumentError`` whose message says what is wron
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -107,6 +108,11 @@ _V2_METADATA_FIELDS: Final = (
 _MAX_REPORTED_ERRORS: Final = 3
 
 
+#: A JSON escape of a surrogate (``\uD800`` to ``\uDFFF``): paired, it spells one character; alone,
+#: text no store can keep (and pydantic cannot render in a message), so such documents are refused.
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 class DocumentError(ValueError):
     """A file that is not a valid agent or history document; the message says why."""
 
@@ -118,13 +124,19 @@ def loads(data: bytes | str) -> Any:
     except UnicodeDecodeError as exc:
         raise DocumentError(f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     try:
-        return json.loads(text)
+        document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DocumentError(
             f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
     except RecursionError:
         raise DocumentError("invalid JSON: nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: check that every escape pair decoded to a character
+        try:
+            json.dumps(document, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise DocumentError("not valid Unicode: a \\u escape is a lone surrogate") from None
+    return document
 
 
 def _json_type(value: object) -> str:

@@ -21,6 +21,7 @@ import errno
 import fcntl
 import logging
 import os
+import re
 import secrets
 import stat
 from bisect import bisect_left
@@ -57,6 +58,8 @@ MAX_FILE_BYTES: Final = 8 * 1024 * 1024
 #: Agents per database page while exporting (a page holds up to 50 records per agent).
 EXPORT_PAGE_SIZE: Final = 100
 BACKUP_PREFIX: Final = ".backup-"
+#: The temporary file of ``_Folder.write``: ``.{file}.{12 hex digits}.tmp``.
+_TEMPORARY: Final = re.compile(r"\..+\.json\.[0-9a-f]{12}\.tmp")
 
 #: ``progress(done, total)``: called as files (import) or agents (export) are processed.
 Progress = Callable[[int, int], None]
@@ -179,6 +182,17 @@ class _Folder:
         self._renamed = True
         return True
 
+    def remove_temporaries(self) -> list[str]:
+        """Remove the temporary files of writes that never finished (their process was killed
+        between creating and renaming one). Call with the lock held: then no write is under way."""
+        with os.scandir(self._fd) as entries:
+            stale = [
+                e.name
+                for e in entries
+                if _TEMPORARY.fullmatch(e.name) and e.is_file(follow_symlinks=False)
+            ]
+        return [name for name in stale if self.remove(name)]
+
     def remove(self, name: str) -> bool:
         """Remove ``name`` (a symbolic link itself, never its target); False if it was absent."""
         try:
@@ -276,6 +290,7 @@ def export_json(
     total = sum(repo.count_by_stratum().values()) if progress else 0
     kept: set[str] = set()
     with _Folder(report.directory, create=True) as folder, folder.locked():
+        folder.remove_temporaries()  # left by an export that was killed
         for done, (agent, history) in enumerate(repo.iter_export(EXPORT_PAGE_SIZE), 1):
             owner = _shadowed_by_history(repo, agent.name)
             if owner is not None:

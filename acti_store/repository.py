@@ -69,6 +69,8 @@ ConflictPolicy = Literal["skip", "replace", "fail"]
 ImportOutcome = Literal["imported", "skipped", "replaced"]
 
 CLONE_SUFFIX: Final = " (clone)"
+#: Query parameters of a database URL that hold a credential (never shown in ``location``).
+_URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
 #: How often a write is retried when the engine reports a lock or serialization conflict.
 WRITE_ATTEMPTS: Final = 8
 #: History records ``bulk_put_stream`` stages before one ``executemany``.
@@ -592,7 +594,9 @@ class SqlAgentRepository(AgentRepository):
         url = self._engine.url
         if self._sqlite and url.database not in (None, "", ":memory:"):
             return str(Path(url.database or "").resolve())
-        return url.render_as_string(hide_password=True)
+        # libpq also takes a password from the query string (``?password=...``): drop it too.
+        secrets = [key for key in url.query if key.lower() in _URL_SECRET_PARAMETERS]
+        return url.difference_update_query(secrets).render_as_string(hide_password=True)
 
     def now(self) -> datetime:
         return self._clock()

@@ -133,11 +133,11 @@ class Checker:
         actual: tuple[Path, dict[str, str]],
     ) -> None:
         """Two export folders (path, ``folder_digest``) must hold the same files, byte for byte."""
-        (expected_dir, expected), (actual_dir, actual) = expected, actual
-        self.compared.setdefault(op, {})[backend] = len(expected)
-        missing = sorted(expected.keys() - actual.keys())
-        extra = sorted(actual.keys() - expected.keys())
-        differ = sorted(f for f in expected.keys() & actual.keys() if expected[f] != actual[f])
+        (expected_dir, want), (actual_dir, got) = expected, actual
+        self.compared.setdefault(op, {})[backend] = len(want)
+        missing = sorted(want.keys() - got.keys())
+        extra = sorted(got.keys() - want.keys())
+        differ = sorted(f for f in want.keys() & got.keys() if want[f] != got[f])
         for kind, files in (("missing", missing), ("unexpected", extra), ("different", differ)):
             if files:
                 shown = ", ".join(files[:MAX_REPORTED])

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
+import psutil  # type: ignore[import-untyped]
 
 from .backends import StoreSpec, open_backend
 from .measure import code_fingerprint

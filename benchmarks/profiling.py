@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         for query in workload.searches:
             repo.search(query)
 
-    steps: list[tuple[str, int, Callable[[], None], Callable[[], None]]] = [
+    steps: list[tuple[str, int, Callable[[], None], Callable[[], object]]] = [
         ("create", len(workload.creates), create, lambda: repo.create(_spare(workload))),
         ("get", len(workload.gets), get, lambda: repo.get(workload.gets[0])),
         (

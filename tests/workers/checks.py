@@ -14,13 +14,29 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
 
 from acti_store import AgentNotFoundError, SearchQuery, SqlAgentRepository
+from acti_store.documents import (
+    DocumentError,
+    agent_from_document,
+    history_from_document,
+    is_history_document,
+    loads,
+)
 from acti_store.models import HISTORY_MAX_RECORDS
+from acti_store.schema import agent_tags, agents, executions
 
-from .children import PROMPT_BASE, Call, crash_update, parse_task
+from .children import (
+    PROMPT_BASE,
+    Call,
+    crash_update,
+    generation_description,
+    has_history,
+    parse_task,
+)
 
 _AUDIT_TABLE = (
     "CREATE TABLE trimmed_executions ("
@@ -216,4 +232,87 @@ def exists_problems(repo: SqlAgentRepository, names: Iterable[str]) -> list[str]
             repo.get(name)
         except AgentNotFoundError:
             problems.append(f"agent {name} is missing")
+    return problems
+
+
+# -- generations: import and export kill cycles (see children.write_generation) -------------------
+
+
+def store_generation_problems(
+    repo: SqlAgentRepository, names: list[str], allowed: set[int]
+) -> list[str]:
+    """The agents ``names`` were imported all together or not at all (an import is one
+    transaction): all absent, or all at one generation of ``allowed`` (their version), each with
+    that generation's description, tags, tag index rows and history. Three queries in all."""
+    with repo.engine.connect() as conn:
+        rows = conn.execute(
+            select(
+                agents.c.id,
+                agents.c.name,
+                agents.c.description,
+                agents.c.version,
+                agents.c.tags,
+                agents.c.total_executions,
+            ).where(agents.c.name.in_(names))
+        ).all()
+        ids = [row.id for row in rows]
+        indexed: dict[int, set[str]] = defaultdict(set)
+        for agent_id, tag in conn.execute(
+            select(agent_tags.c.agent_id, agent_tags.c.tag).where(agent_tags.c.agent_id.in_(ids))
+        ):
+            indexed[agent_id].add(tag)
+        tasks: dict[int, list[str]] = defaultdict(list)
+        for agent_id, task in conn.execute(
+            select(executions.c.agent_id, executions.c.task)
+            .where(executions.c.agent_id.in_(ids))
+            .order_by(executions.c.agent_id, executions.c.id.desc())
+        ):
+            tasks[agent_id].append(task)
+    if not rows:
+        return [] if 0 in allowed else [f"none of the {len(names)} agents is in the store"]
+    if len(rows) != len(names):
+        return [f"{len(rows)} of {len(names)} agents imported: a partial import"]
+    generations = {row.version for row in rows}
+    if len(generations) != 1:
+        return [f"a mix of generations {sorted(generations)}: a partial import"]
+    if not generations <= allowed:
+        return [f"agents at generation {generations}, expected one of {sorted(allowed)}"]
+    (generation,) = generations
+    problems: list[str] = []
+    for row in rows:
+        expected = (
+            generation_description(generation, row.name),
+            ["crash-test", f"gen-{generation}"],
+        )
+        if (row.description, row.tags) != expected:
+            problems.append(f"{row.name}: version {generation} holds {row.description!r}")
+        if indexed[row.id] != set(row.tags):
+            problems.append(f"{row.name}: tag index {sorted(indexed[row.id])}, tags {row.tags}")
+        history = [f"g{generation}-run{n}" for n in (3, 2, 1)] if has_history(row.name) else []
+        total = generation + 3 if has_history(row.name) else 0
+        if (tasks[row.id], row.total_executions) != (history, total):
+            problems.append(f"{row.name}: history {tasks[row.id]}, total {row.total_executions}")
+    return problems
+
+
+def export_folder_problems(folder: Path, names: list[str], allowed: set[int]) -> list[str]:
+    """Every ``*.json`` file of an export ``folder`` is a whole, valid document, and each agent
+    file is of a generation in ``allowed`` (files are replaced atomically: old or new, never a
+    part or a mix)."""
+    problems: list[str] = []
+    for file in sorted(folder.glob("*.json")):
+        try:
+            document = loads(file.read_bytes())
+            if is_history_document(document):
+                history_from_document(document)
+                continue
+            generation = int(agent_from_document(document).description.split()[1])
+        except (DocumentError, ValueError, IndexError) as exc:
+            problems.append(f"{file.name}: not a whole document: {exc}")
+            continue
+        if generation not in allowed:
+            problems.append(f"{file.name}: generation {generation}, expected {sorted(allowed)}")
+    missing = [n for n in names if not (folder / f"{n}.json").exists()]
+    if missing and 0 not in allowed:
+        problems.append(f"{len(missing)} agent files missing, e.g. {missing[:3]}")
     return problems

@@ -9,15 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.synchronize import Barrier, Event
+from pathlib import Path
 from typing import Any
 
 from acti_store import (
+    Agent,
+    AgentMetadata,
     AgentStoreError,
     AgentUpdate,
+    ExecutionHistory,
     ExecutionRecord,
     VersionConflictError,
+    export_json,
+    import_json,
     open_repository,
 )
+from acti_store.documents import agent_document, dumps, history_document
 
 #: A system prompt long enough for the model's 50-character minimum; children append a marker.
 PROMPT_BASE = "You are a test agent. Answer briefly, and say which update wrote this prompt: "
@@ -192,3 +199,60 @@ def update_until_killed(url: str, name: str, ready: Event) -> None:
         version = repo.get(name).metadata.version
         repo.update(name, crash_update(version + 1), expected_version=version)
         ready.set()
+
+
+def export_until_killed(url: str, folder: str, ready: Event) -> None:
+    """Export the store to ``folder`` over and over until killed; ``ready`` before the first."""
+    repo = open_repository(url, migrate=False)
+    ready.set()
+    while True:
+        export_json(repo, folder)
+
+
+def import_until_killed(url: str, folder: str, ready: Event) -> None:
+    """Import ``folder`` (replacing) over and over until killed; ``ready`` before the first."""
+    repo = open_repository(url, migrate=False)
+    ready.set()
+    while True:
+        import_json(repo, folder, on_conflict="replace")
+
+
+# -- generations of a folder of agent files: import and export kill cycles -------------------------
+
+
+def generation_description(generation: int, name: str) -> str:
+    """The description every agent has in ``generation``."""
+    return f"Generation {generation} of agent {name}"
+
+
+def has_history(name: str) -> bool:
+    """Every tenth agent of a generation folder has a history file."""
+    return name.endswith("0")
+
+
+def write_generation(folder: Path, names: list[str], generation: int) -> None:
+    """Write ``folder`` as the export of ``names`` at ``generation``: each agent's description
+    and tags name the generation, and each history (see :func:`has_history`) holds three runs
+    whose tasks name it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    created = datetime(2025, 1, 9, 14, 30, tzinfo=UTC)
+    for name in names:
+        agent = Agent(
+            name=name,
+            description=generation_description(generation, name),
+            system_prompt=f"{PROMPT_BASE}generation {generation}",
+            tags=["crash-test", f"gen-{generation}"],
+            metadata=AgentMetadata(created_at=created, updated_at=created, version=generation),
+        )
+        (folder / f"{name}.json").write_text(dumps(agent_document(agent)), encoding="utf-8")
+        if has_history(name):
+            runs = [
+                crash_record(n).model_copy(update={"task": f"g{generation}-run{n}"})
+                for n in (3, 2, 1)
+            ]
+            history = ExecutionHistory(
+                agent_name=name, executions=runs, total_executions=generation + 3
+            )
+            (folder / f"{name}_history.json").write_text(
+                dumps(history_document(history)), encoding="utf-8"
+            )

@@ -125,8 +125,9 @@ class KilledChild:
         self._process = ctx.Process(target=target, args=(*args, self._ready), daemon=True)
 
     def kill_after(self, delay: float, *, startup_timeout: float = 30.0) -> None:
-        """Start the child, wait until it has done its work once (``ready``), let it go on for
-        ``delay`` seconds, then SIGKILL it.
+        """Start the child, wait until it sets ``ready`` (after its first write, or just before it
+        when that is the long operation under test), let it go on for ``delay`` seconds, then
+        SIGKILL it.
 
         Raises :class:`ChildError` if it died on its own (it must only ever be killed).
         """

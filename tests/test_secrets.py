@@ -1,0 +1,166 @@
+"""No secret leaves the store: database passwords and API keys never appear in ``repo.location``,
+tool texts or artifacts, error messages and tracebacks, CLI output, logs, exported files or rows.
+
+Every test plants sentinel values and searches every output for them. (MCP credentials reaching
+agent runs are tested with the execution engine, in ``tests/test_execution*.py``.)
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from conftest import make_config
+from langchain_core.messages import AIMessage
+from sqlalchemy.engine import make_url
+
+from acti_store import StoreUnavailableError, export_json, import_json, open_repository
+from acti_store.cli import main as cli_main
+from acti_store.execution.catalog import McpCatalog
+from acti_store.store import ENV_URL
+from acti_store.testing import ScriptedChatModel
+from acti_store.tools import make_builder_tools
+
+PASSWORD = "Sentinel-Db-Pw-7f3a"
+API_KEY = "sk-ant-Sentinel-Api-Key-91c2"
+SECRETS = (PASSWORD, API_KEY)
+
+
+def leaks(*outputs: object) -> list[str]:
+    """The outputs (their ``str``) that hold a sentinel."""
+    return [str(o)[:300] for o in outputs if any(s in str(o) for s in SECRETS)]
+
+
+def with_password(url: str) -> str:
+    """``url`` carrying ``PASSWORD`` both ways libpq takes one: user password and ``?password=``."""
+    parsed = make_url(url).set(password=PASSWORD).update_query_dict({"password": PASSWORD})
+    return parsed.render_as_string(hide_password=False)
+
+
+@pytest.fixture(autouse=True)
+def secrets_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """API keys a deployment has in its environment; the store must never copy one anywhere."""
+    for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.setenv(variable, API_KEY)
+
+
+@pytest.fixture
+def logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """Every log record of every logger, SQLAlchemy's statements and parameters included."""
+    caplog.set_level(logging.DEBUG)
+    return caplog
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql+psycopg://acti:{PASSWORD}@db.example.com:5432/agents",
+        f"postgresql+psycopg://acti@db.example.com/agents?password={PASSWORD}",
+        f"postgresql+psycopg://acti@db.example.com/agents?sslpassword={PASSWORD}&sslmode=require",
+        "postgresql+psycopg://acti:Sentinel-Db-Pw-7f3a%40%2F%3A@db.example.com/agents",
+    ],
+    ids=["user-password", "query-password", "query-sslpassword", "escaped-password"],
+)
+def test_location_shows_no_password(url: str) -> None:
+    repo = open_repository(url, migrate=False)
+    try:
+        assert leaks(repo.location, repo.location_of("lead_qualifier")) == []
+        assert "db.example.com" in repo.location  # still says where the store is
+    finally:
+        repo.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql+psycopg://acti:{PASSWORD}@127.0.0.1:1/agents",
+        f"postgresql+psycopg://acti@127.0.0.1:1/agents?password={PASSWORD}",
+        f"postgresql+psycopg://acti:{PASSWORD}@no-such-host.invalid/agents",
+    ],
+    ids=["refused", "refused-query-password", "unknown-host"],
+)
+def test_unreachable_store_errors_show_no_password(
+    url: str,
+    logs: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(StoreUnavailableError) as refused:
+        open_repository(url)
+    assert "cannot open the store" in str(refused.value)
+    # Neither the message, nor any exception of the chain, nor their tracebacks.
+    assert leaks(str(refused.value), *traceback.format_exception(refused.value)) == []
+
+    assert cli_main(["migrate", "--url", url]) == 1
+    assert cli_main(["list", "--url", url]) == 1
+    monkeypatch.setenv(ENV_URL, url)
+    assert cli_main(["list"]) == 1
+    out, err = capsys.readouterr()
+    assert "cannot open the store" in err
+    assert leaks(out, err, logs.text) == []
+
+
+def run_every_tool(repo: Any) -> list[Any]:
+    """Call the ten builder tools with valid arguments; return each text and artifact."""
+    tools = {
+        tool.name: tool
+        for tool in make_builder_tools(
+            repo,
+            model=ScriptedChatModel(script=[AIMessage("Qualified: HIGH priority.")], loop=True),
+            mcp_catalog=McpCatalog({}),
+        )
+    }
+    config = make_config("secret_keeper", tools=[]).model_dump()
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("create_agent_config", config),
+        ("get_agent_config", {"name": "secret_keeper"}),
+        ("update_agent_config", {"name": "secret_keeper", "tags": ["secure"]}),
+        ("clone_agent_config", {"source_name": "secret_keeper", "new_name": "secret_copy"}),
+        ("list_available_tools", {}),
+        ("list_created_agents", {}),
+        ("search_agents", {"query": "secret"}),
+        ("execute_created_agent", {"agent_name": "secret_keeper", "task": "Qualify Acme"}),
+        ("get_agent_history", {"name": "secret_keeper"}),
+        ("delete_agent_config", {"name": "secret_copy", "confirm": True}),
+        ("get_agent_config", {"name": "no_such_agent"}),
+    ]
+    outputs = []
+    for name, arguments in calls:
+        message = tools[name].invoke(
+            {"type": "tool_call", "name": name, "args": arguments, "id": "1"}
+        )
+        assert not message.content.startswith("ERROR") or name == "get_agent_config", message
+        outputs += [message.content, message.artifact]
+    return outputs
+
+
+def test_a_working_store_keeps_passwords_and_keys_out_of_every_output(
+    store_url: str,
+    tmp_path: Path,
+    logs: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The test PostgreSQL trusts local connections, so it ignores the password it is given.
+    url = store_url if store_url.startswith("sqlite") else with_password(store_url)
+    export, mirror = tmp_path / "export", tmp_path / "mirror"
+    repo = open_repository(url, export_dir=mirror)
+    try:
+        outputs = [repo.location, *run_every_tool(repo)]
+        outputs.append(export_json(repo, export))
+        outputs.append(import_json(repo, export, on_conflict="replace"))
+        for command in (["list"], ["show", "secret_keeper"], ["history", "secret_keeper"]):
+            assert cli_main([*command, "--url", url]) == 0
+        with repo.engine.connect() as conn:
+            for table in ("agents", "agent_tags", "executions", "alembic_version"):
+                outputs += conn.execute(sa.text(f'SELECT * FROM "{table}"')).all()
+    finally:
+        repo.close()
+    files = [p.read_text(encoding="utf-8") for p in tmp_path.rglob("*.json")]
+    assert len(files) >= 4  # both folders hold the agent and its history
+
+    assert logs.records  # the capture works: migrations and the engine log at DEBUG
+    assert leaks(*outputs, *files, *capsys.readouterr(), logs.text) == []
