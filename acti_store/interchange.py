@@ -82,11 +82,14 @@ class _Folder:
     """A directory opened once. Names are single path components resolved against its descriptor,
     symbolic links are never followed, and writes replace files atomically."""
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, create: bool = False, durable: bool = False
+    ) -> None:
         self.path = Path(path)
         if create:
             self.path.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._durable = durable
         self._renamed = False
 
     def __enter__(self) -> _Folder:
@@ -161,8 +164,9 @@ class _Folder:
     def write(self, name: str, data: bytes) -> bool:
         """Replace ``name`` atomically with ``data``; False (and no write) when it already holds it.
 
-        The bytes go to a temporary file in this directory, are fsynced, then renamed over ``name``:
-        a crash leaves the old file or the new one, never a part of either.
+        The bytes go to a temporary file in this directory, then are renamed over ``name``: a
+        crashed process leaves the old file or the new one, never a part of either. A ``durable``
+        folder also fsyncs each file before its rename, so that holds after a power failure too.
         """
         if self.holds(name, data):
             return False
@@ -172,8 +176,9 @@ class _Folder:
         try:
             with open(fd, "wb") as file:
                 file.write(data)
-                file.flush()
-                os.fsync(fd)
+                if self._durable:
+                    file.flush()
+                    os.fsync(fd)
             os.replace(temporary, name, src_dir_fd=self._fd, dst_dir_fd=self._fd)
         except BaseException:
             with suppress(FileNotFoundError):
@@ -279,17 +284,23 @@ def export_json(
     directory: str | os.PathLike[str],
     *,
     prune: bool = False,
+    durable: bool = False,
     progress: Progress | None = None,
 ) -> ExportReport:
     """Write ``{name}.json`` for every agent and ``{name}_history.json`` for every agent with a
     history, in the contract's format, each file atomically; streams the store page by page.
 
     ``prune`` also removes the ``*.json`` files named like an agent's whose agent is not exported.
+    ``durable`` fsyncs every file before it replaces the old one (power-failure safe, and far
+    slower); without it a killed process still never leaves a partly written file.
     """
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
     kept: set[str] = set()
-    with _Folder(report.directory, create=True) as folder, folder.locked():
+    with (
+        _Folder(report.directory, create=True, durable=durable) as folder,
+        folder.locked(),
+    ):
         folder.remove_temporaries()  # left by an export that was killed
         for done, (agent, history) in enumerate(repo.iter_export(EXPORT_PAGE_SIZE), 1):
             owner = _shadowed_by_history(repo, agent.name)

@@ -101,7 +101,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     bar = _progress(args, "export")
     repo = _open(args)
     try:
-        report = export_json(repo, args.directory, prune=args.prune, progress=bar)
+        report = export_json(
+            repo, args.directory, prune=args.prune, durable=args.fsync, progress=bar
+        )
     finally:
         repo.close()
         if bar is not None:
@@ -243,6 +245,11 @@ def register(subparsers: Any) -> None:
     _common(export)
     export.add_argument(
         "--prune", action="store_true", help="remove the files of agents that no longer exist"
+    )
+    export.add_argument(
+        "--fsync",
+        action="store_true",
+        help="fsync every file before it replaces the old one (safe across power failures)",
     )
     export.set_defaults(func=_cmd_export)
 

@@ -21,6 +21,7 @@ from sqlalchemy.types import TypeEngine
 
 Processor = Callable[[Any], Any]
 Row = tuple[Any, ...]
+_REQUIRED: Any = object()
 
 
 @dataclass(slots=True)
@@ -28,10 +29,9 @@ class Compiled:
     """One statement as one dialect runs it."""
 
     sql: str
-    names: tuple[str, ...]
     positional: bool
-    defaults: Mapping[str, Any]
-    binds: Mapping[str, Processor]
+    #: Per parameter, in the driver's order: name, bind processor, default (``_REQUIRED``).
+    plan: tuple[tuple[str, Processor | None, Any], ...]
     dialect: Dialect
     result_types: tuple[TypeEngine[Any], ...]
     #: Result processors by column index, set from the first result's cursor description
@@ -48,15 +48,19 @@ class Compiled:
         self.results = tuple(results)
 
     def params(self, values: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
-        """The DBAPI parameters for ``values`` (bind processors applied)."""
-        processed: dict[str, Any] = {}
-        for name in self.names:
-            value = values[name] if name in values else self.defaults[name]
-            process = self.binds.get(name)
-            processed[name] = value if process is None or value is None else process(value)
+        """The DBAPI parameters for ``values`` (bind processors applied).
+
+        A required parameter missing from ``values`` raises ``KeyError``.
+        """
+        processed = []
+        for name, process, default in self.plan:
+            value = values.get(name, default)
+            if value is _REQUIRED:
+                raise KeyError(name)
+            processed.append(value if process is None or value is None else process(value))
         if self.positional:
-            return tuple(processed[name] for name in self.names)
-        return processed
+            return processed
+        return {name: value for (name, _, _), value in zip(self.plan, processed, strict=True)}
 
     def row(self, raw: Sequence[Any]) -> Row:
         """A result row with the result processors applied (``prepare_results`` first)."""
@@ -96,23 +100,16 @@ def _compile(prepared: Prepared, dialect: Dialect) -> Compiled:
         compiled = statement.compile(dialect=dialect)
     assert isinstance(compiled, SQLCompiler)
     positional = compiled.positiontup is not None
-    names = tuple(compiled.positiontup or compiled.binds)
-    binds: dict[str, Processor] = {}
-    defaults: dict[str, Any] = {}
-    for name in names:
+    plan = []
+    for name in compiled.positiontup or compiled.binds:
         bind = compiled.binds[name]
-        if not bind.required:
-            defaults[name] = bind.effective_value
         process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-        if process is not None:
-            binds[name] = process
+        plan.append((name, process, _REQUIRED if bind.required else bind.effective_value))
     columns: Sequence[Any] = compiled.returning or getattr(statement, "selected_columns", ())
     return Compiled(
         sql=compiled.string,
-        names=names,
         positional=positional,
-        defaults=defaults,
-        binds=binds,
+        plan=tuple(plan),
         dialect=dialect,
         result_types=tuple(column.type for column in columns),
     )
