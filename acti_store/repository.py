@@ -617,7 +617,8 @@ class SqlAgentRepository(AgentRepository):
             if begin is not None and self._sqlite:
                 cursor.raw(begin)
             result = work(cursor)
-            connection.commit()
+            if begin is not None or not self._sqlite:  # else SQLite had no transaction open
+                connection.commit()
             return result
         except BaseException:
             connection.rollback()

@@ -18,6 +18,7 @@ How the fields are stored, so that every search filter runs in SQL with an index
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 
@@ -83,6 +84,30 @@ class UtcDateTime(TypeDecorator[datetime]):
             raise ValueError(f"naive datetime {value!r}: timestamps must be timezone-aware")
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        if dialect.name != "sqlite":
+            return super().bind_processor(dialect)
+
+        # SQLite: the text SQLAlchemy's DATETIME writes ("2025-01-09 14:30:22.123456"), made by
+        # one C call instead of a Python format string: this runs for every stored timestamp.
+        def process(value: datetime | None) -> str | None:
+            if value is None:
+                return None
+            if value.tzinfo is None:
+                raise ValueError(f"naive datetime {value!r}: timestamps must be timezone-aware")
+            return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+        return process
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
+        if dialect.name != "sqlite":
+            return super().result_processor(dialect, coltype)
+
+        def process(value: str | None) -> datetime | None:
+            return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+        return process
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:

@@ -96,6 +96,9 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
         database = resolved.database
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        # Every use of a connection ends in an explicit COMMIT or ROLLBACK (repository._run,
+        # SQLAlchemy's own connections), so the pool need not roll back again on check-in.
+        kwargs.setdefault("pool_reset_on_return", None)
         engine = create_engine(resolved, **kwargs)
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)

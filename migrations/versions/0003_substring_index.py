@@ -39,7 +39,8 @@ _SQLITE_UP = (
     "INSERT INTO agents_fts(agents_fts, rowid, name, description) "
     "VALUES ('delete', old.id, old.name, old.description); "
     "END",
-    "CREATE TRIGGER agents_fts_update AFTER UPDATE OF name, description ON agents BEGIN "
+    "CREATE TRIGGER agents_fts_update AFTER UPDATE OF name, description ON agents "
+    "WHEN old.name IS NOT new.name OR old.description IS NOT new.description BEGIN "
     "INSERT INTO agents_fts(agents_fts, rowid, name, description) "
     "VALUES ('delete', old.id, old.name, old.description); "
     "INSERT INTO agents_fts(rowid, name, description) VALUES (new.id, new.name, new.description); "
