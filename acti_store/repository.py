@@ -24,8 +24,10 @@ from sqlalchemy import (
     bindparam,
     case,
     delete,
+    exists,
     func,
     insert,
+    literal_column,
     or_,
     select,
     text,
@@ -782,21 +784,31 @@ class SqlAgentRepository(AgentRepository):
     # -- search ------------------------------------------------------------------------------------
 
     def search(self, query: SearchQuery) -> list[Agent]:
+        """Filters combine with AND; results come in the sort's order, at most ``limit``.
+
+        Every sort has an index, so the plan wanted is "walk the sort's index, test each row,
+        stop at ``limit``", which stays cheap whatever a filter matches, except a text query
+        selective enough to hand over a short id list. PostgreSQL's planner finds that from its
+        statistics. SQLite's, without statistics, would rather drive from a filter's index and sort
+        everything it matched, so there the filter columns are read through ``+column`` (no
+        index: documented SQLite idiom) and tags are tested with ``EXISTS`` per row.
+        """
+        column = self._filter_column
         conditions: list[ColumnElement[bool]] = []
         if query.stratum is not None:
-            conditions.append(agents.c.stratum == query.stratum)
+            conditions.append(column(agents.c.stratum) == query.stratum)
         if query.tools:
-            conditions.append(agents.c.tools_mask.in_(masks_containing(query.tools)))
+            conditions.append(column(agents.c.tools_mask).in_(masks_containing(query.tools)))
         for tag in query.tags or ():
             conditions.append(
-                agents.c.id.in_(select(agent_tags.c.agent_id).where(agent_tags.c.tag == tag))
+                exists().where(agent_tags.c.agent_id == agents.c.id, agent_tags.c.tag == tag)
             )
         if query.created_after is not None:
-            conditions.append(agents.c.created_at >= query.created_after)
+            conditions.append(column(agents.c.created_at) >= query.created_after)
         if query.created_before is not None:
-            conditions.append(agents.c.created_at <= query.created_before)
+            conditions.append(column(agents.c.created_at) <= query.created_before)
         if query.min_executions is not None:
-            conditions.append(agents.c.execution_count >= query.min_executions)
+            conditions.append(column(agents.c.execution_count) >= query.min_executions)
         # One connection, one read transaction: the text probe and the query see one snapshot.
         with _translate_errors(self._dbapi), self._engine.connect() as conn:
             if query.query:
@@ -808,6 +820,12 @@ class SqlAgentRepository(AgentRepository):
                 .limit(query.limit)
             )
             return [_agent_from_row(row) for row in conn.execute(stmt)]
+
+    def _filter_column(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``column`` as a search filter reads it: on SQLite ``+column``, which no index serves."""
+        if not self._sqlite:
+            return column
+        return literal_column(f"+{agents.name}.{column.key}", column.type)
 
     def _text_conditions(self, conn: Connection, query: str) -> list[ColumnElement[bool]]:
         """Every word must be a case-insensitive substring of the name or the description.
