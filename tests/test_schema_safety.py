@@ -15,8 +15,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
 from conftest import make_config
-from workers import children
-from workers.harness import context, run_children
+from workers import children, scenarios
 
 from acti_store import (
     AgentUpdate,
@@ -29,7 +28,6 @@ from acti_store.store import alembic_config
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
 FUTURE_REVISION = "0999_from_a_newer_acti_store"
-TIMEOUT = 120.0
 
 #: Two agents as acti_store 1.x stored them (the v1 table: string version, no tags, no counters).
 V1_ROWS = [
@@ -208,19 +206,12 @@ def fresh_stores(store_url: str, tmp_path: Path) -> Iterator[Callable[[int], str
         engine.dispose()
 
 
-def open_together(url: str, processes: int = 2) -> list[list[str]]:
-    """Open the store at ``url`` in ``processes`` children released by one barrier."""
-    ctx = context()
-    barrier = ctx.Barrier(processes, timeout=TIMEOUT)
-    return run_children(ctx, children.open_at_once, [(url, barrier)] * processes, timeout=TIMEOUT)
-
-
 def test_processes_opening_a_new_store_at_once_all_succeed(store_url: str, tmp_path: Path) -> None:
     with fresh_stores(store_url, tmp_path) as fresh:
         for round_ in range(3):
             url = fresh(round_)
 
-            assert open_together(url) == [[], []]
+            assert scenarios.open_race(url, processes=2) == []
 
             assert revision_of(url) == [HEAD]
             repo = open_repository(url)
@@ -238,9 +229,8 @@ def test_processes_opening_an_old_store_at_once_upgrade_it_once(
         for round_ in range(2):
             url = fresh(round_)
             create_v1_store(url)
-            names = sorted(str(row["name"]) for row in V1_ROWS)
 
-            assert open_together(url) == [names, names]
+            assert scenarios.open_race(url, processes=2) == []
 
             assert revision_of(url) == [HEAD]
             check_v1_agents_intact(url)

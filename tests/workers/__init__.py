@@ -8,4 +8,5 @@ only, so either name works.
 - :mod:`.harness`: start children, collect their results within a deadline, never leave one behind.
 - :mod:`.children`: the child entry points (record, update, race, migrate, loop until killed).
 - :mod:`.checks`: the invariants the parent verifies afterwards, each returning a list of problems.
+- :mod:`.scenarios`: the multi-process scenarios, run small by the tests and large by the script.
 """

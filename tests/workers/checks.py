@@ -3,11 +3,11 @@
 Returning problems (instead of asserting) lets the tests ``assert problems == []`` with a readable
 diff and lets ``benchmarks.stress`` print them.
 
-The FIFO check needs every record ever inserted, including the ones the trim deleted: the tests
-install :func:`install_trim_audit`, a trigger that copies each deleted execution row (its id and
-task) into ``trimmed_executions`` in the same transaction. Ids order the history (newest =
-highest), so "the 50 newest are kept" becomes exact: the retained rows are the 50 highest ids of
-retained + trimmed.
+The FIFO check needs every record ever inserted, including the ones the trim deleted: the
+scenarios install :func:`install_trim_audit`, a trigger that copies each deleted execution row
+(its id and task) into ``trimmed_executions`` in the same transaction. Ids order the history
+(newest = highest), so "the 50 newest are kept" becomes exact: the retained rows are the 50
+highest ids of retained + trimmed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select, text
 
-from acti_store import AgentNotFoundError, SearchQuery, SqlAgentRepository
+from acti_store import SearchQuery, SqlAgentRepository
 from acti_store.documents import (
     DocumentError,
     agent_from_document,
@@ -160,7 +160,7 @@ def history_problems(repo: SqlAgentRepository, name: str) -> list[str]:
     if tasks != expected:
         problems.append(f"{name}: after {count} runs the history holds {tasks[:5]}...")
     with repo.engine.connect() as conn:
-        stored = conn.execute(
+        stored: int = conn.execute(
             text(
                 "SELECT count(*) FROM executions e JOIN agents a ON e.agent_id = a.id "
                 "WHERE a.name = :name"
@@ -192,7 +192,7 @@ def update_problems(repo: SqlAgentRepository, name: str) -> list[str]:
 def tag_index_problems(repo: SqlAgentRepository, name: str, tags: Iterable[str]) -> list[str]:
     """The ``agent_tags`` index holds exactly ``tags`` for ``name`` and search finds it by each."""
     with repo.engine.connect() as conn:
-        indexed = set(
+        indexed: set[str] = set(
             conn.execute(
                 text(
                     "SELECT t.tag FROM agent_tags t JOIN agents a ON t.agent_id = a.id "
@@ -205,7 +205,7 @@ def tag_index_problems(repo: SqlAgentRepository, name: str, tags: Iterable[str])
     if indexed != set(tags):
         problems.append(f"{name}: tag index {sorted(indexed)} but agent tags {sorted(tags)}")
     for tag in tags:
-        found = [a.name for a in repo.search(SearchQuery(tags=[tag], limit=100))]
+        found = [a.name for a in repo.search(SearchQuery(query=name, tags=[tag], limit=100))]
         if name not in found:
             problems.append(f"{name}: search by tag {tag!r} does not find it")
     return problems
@@ -221,17 +221,6 @@ def sqlite_integrity_problems(engine: Engine) -> list[str]:
     problems = [] if integrity == ["ok"] else [f"integrity_check: {integrity[:5]}"]
     if orphans:
         problems.append(f"foreign_key_check: {orphans[:5]}")
-    return problems
-
-
-def exists_problems(repo: SqlAgentRepository, names: Iterable[str]) -> list[str]:
-    """Every name in ``names`` is an agent of the store."""
-    problems = []
-    for name in names:
-        try:
-            repo.get(name)
-        except AgentNotFoundError:
-            problems.append(f"agent {name} is missing")
     return problems
 
 
@@ -257,17 +246,17 @@ def store_generation_problems(
         ).all()
         ids = [row.id for row in rows]
         indexed: dict[int, set[str]] = defaultdict(set)
-        for agent_id, tag in conn.execute(
+        for tag_row in conn.execute(
             select(agent_tags.c.agent_id, agent_tags.c.tag).where(agent_tags.c.agent_id.in_(ids))
         ):
-            indexed[agent_id].add(tag)
+            indexed[tag_row.agent_id].add(tag_row.tag)
         tasks: dict[int, list[str]] = defaultdict(list)
-        for agent_id, task in conn.execute(
+        for run in conn.execute(
             select(executions.c.agent_id, executions.c.task)
             .where(executions.c.agent_id.in_(ids))
             .order_by(executions.c.agent_id, executions.c.id.desc())
         ):
-            tasks[agent_id].append(task)
+            tasks[run.agent_id].append(run.task)
     if not rows:
         return [] if 0 in allowed else [f"none of the {len(names)} agents is in the store"]
     if len(rows) != len(names):

@@ -15,7 +15,7 @@ import signal
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from multiprocessing.context import BaseContext
+from multiprocessing.context import ForkServerContext
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -35,7 +35,7 @@ PRELOAD = (
 )
 
 
-def context() -> BaseContext:
+def context() -> ForkServerContext:
     """The ``forkserver`` context, preloading :data:`PRELOAD` (missing modules are skipped)."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD))
@@ -54,7 +54,7 @@ def _trampoline(
 
 
 def run_children(
-    ctx: BaseContext,
+    ctx: ForkServerContext,
     target: Callable[..., Any],
     arg_lists: Sequence[tuple[Any, ...]],
     *,
@@ -120,7 +120,7 @@ def _reap(processes: Sequence[BaseProcess]) -> None:
 class KilledChild:
     """A child that loops until the parent kills it with SIGKILL (see :meth:`kill_after`)."""
 
-    def __init__(self, ctx: BaseContext, target: Callable[..., Any], *args: Any) -> None:
+    def __init__(self, ctx: ForkServerContext, target: Callable[..., Any], *args: Any) -> None:
         self._ready = ctx.Event()
         self._process = ctx.Process(target=target, args=(*args, self._ready), daemon=True)
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import random
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
+from multiprocessing.context import ForkServerContext
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 
 from acti_store import (
     AgentConfig,
@@ -26,7 +29,7 @@ from acti_store import (
 from acti_store.schema import agents as agents_table
 
 from . import checks, children
-from .harness import KilledChild, context, run_children
+from .harness import ChildError, KilledChild, context, run_children
 
 #: Longest any one scenario's children may take before they are killed and the scenario fails.
 TIMEOUT = 600.0
@@ -164,6 +167,45 @@ def open_race(url: str, *, processes: int) -> list[str]:
 # -- killed with SIGKILL --------------------------------------------------------------------------
 
 
+def _kill(
+    repo: SqlAgentRepository,
+    ctx: ForkServerContext,
+    target: Callable[..., None],
+    url: str,
+    *args: Any,
+    delay: float,
+) -> None:
+    """Run ``target(url, *args, ready)`` in a child, SIGKILL it ``delay`` seconds after it is
+    ready, and return once the store is done with it.
+
+    On PostgreSQL the server session of a killed client can still be finishing its last statement
+    (a COMMIT sent just before the kill commits after the client is gone), and a check reading
+    meanwhile would see the store change under it. The child connects under its own
+    ``application_name``; we wait until no session of that name is left.
+    """
+    postgresql = repo.engine.dialect.name == "postgresql"
+    session = f"acti-killed-{uuid.uuid4().hex[:12]}"
+    if postgresql:
+        tagged = make_url(url).update_query_dict({"application_name": session})
+        url = tagged.render_as_string(hide_password=False)
+    KilledChild(ctx, target, url, *args).kill_after(delay)
+    if postgresql:
+        _wait_for_session_end(repo, session)
+
+
+def _wait_for_session_end(repo: SqlAgentRepository, session: str, timeout: float = 60.0) -> None:
+    """Wait until no PostgreSQL session with ``application_name`` = ``session`` is left."""
+    query = sa.text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :s")
+    deadline = time.monotonic() + timeout
+    while True:
+        with repo.engine.connect() as conn:  # a new transaction: pg_stat_activity is read afresh
+            if not conn.execute(query, {"s": session}).scalar_one():
+                return
+        if time.monotonic() > deadline:
+            raise ChildError(f"the server session of killed child {session} did not end")
+        time.sleep(0.005)
+
+
 def _kill_cycles(
     repo: SqlAgentRepository,
     url: str,
@@ -179,7 +221,7 @@ def _kill_cycles(
     ctx, rng = context(), random.Random()
     problems: list[str] = []
     for cycle in range(cycles):
-        KilledChild(ctx, target, url, "crash_target").kill_after(rng.uniform(0, max_run))
+        _kill(repo, ctx, target, url, "crash_target", delay=rng.uniform(0, max_run))
         found = checks.sqlite_integrity_problems(repo.engine) + check(repo, "crash_target")
         problems += [f"cycle {cycle}: {problem}" for problem in found]
     return problems
@@ -262,8 +304,8 @@ def killed_imports(url: str, *, cycles: int, files: int) -> list[str]:
             problems: list[str] = []
             for generation in range(2, cycles + 2):
                 children.write_generation(folder, names, generation)
-                child = KilledChild(ctx, children.import_until_killed, url, str(folder))
-                child.kill_after(rng.uniform(0, 1.5 * took))
+                delay = rng.uniform(0, 1.5 * took)
+                _kill(repo, ctx, children.import_until_killed, url, str(folder), delay=delay)
                 found = checks.sqlite_integrity_problems(repo.engine)
                 found += checks.store_generation_problems(repo, names, {generation - 1, generation})
                 report = import_json(repo, folder, on_conflict="replace")
@@ -298,8 +340,8 @@ def killed_exports(url: str, *, cycles: int, files: int) -> list[str]:
                             + agents_table.c.name
                         )
                     )
-                child = KilledChild(ctx, children.export_until_killed, url, str(folder))
-                child.kill_after(rng.uniform(0, 1.5 * took))
+                delay = rng.uniform(0, 1.5 * took)
+                _kill(repo, ctx, children.export_until_killed, url, str(folder), delay=delay)
                 allowed = {generation - 1, generation}
                 found = checks.export_folder_problems(folder, names, allowed)
                 export_json(repo, folder)
