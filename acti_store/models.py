@@ -163,6 +163,11 @@ def _no_surrogates(value: str) -> str:
     return value
 
 
+def _shown(value: str, limit: int = 40) -> str:
+    """A user's value as an error message quotes it: cut, and always encodable text."""
+    return _SURROGATE.sub("\ufffd", value[:limit])
+
+
 def _check_name(value: str) -> str:
     if not NAME_PATTERN.fullmatch(value):
         raise PydanticCustomError("snake_case", NAME_RULE)
@@ -199,7 +204,7 @@ def _check_stratum(value: str) -> str:
         raise PydanticCustomError(
             "stratum",
             "'{value}' is not a valid stratum. Use: {choices}",
-            {"value": value, "choices": ", ".join(STRATA)},
+            {"value": _shown(value), "choices": ", ".join(STRATA)},
         )
     return value
 
@@ -214,7 +219,7 @@ def _check_tools(values: list[str]) -> list[str]:
             raise PydanticCustomError(
                 "tool_category",
                 "'{value}' is not a valid tool. Use: {choices}",
-                {"value": value, "choices": ", ".join(TOOL_CATEGORIES)},
+                {"value": _shown(value), "choices": ", ".join(TOOL_CATEGORIES)},
             )
     return _unique(values)
 
@@ -226,7 +231,7 @@ def _check_tags(values: list[str]) -> list[str]:
                 "tag_format",
                 "'{value}' is not a valid tag: tags are {min}-{max} characters, lowercase letters, "
                 "digits and hyphens, starting with a letter",
-                {"value": value[:40], "min": TAG_MIN_LENGTH, "max": TAG_MAX_LENGTH},
+                {"value": _shown(value), "min": TAG_MIN_LENGTH, "max": TAG_MAX_LENGTH},
             )
     values = _unique(values)
     if len(values) > MAX_TAGS:

@@ -156,3 +156,11 @@ def test_trusted_construction_equals_validation() -> None:
     assert built.model_dump() == validated.model_dump()
     assert built.model_fields_set == validated.model_fields_set
     assert built.config == make_config()
+
+
+def test_errors_quoting_lone_surrogates_stay_printable() -> None:
+    with pytest.raises(ValidationError) as info:
+        make_config(stratum="\ud800", tools=["\udfff"], tags=["\ud801x"])
+    fields = error_fields(info.value)  # .errors() must not raise UnicodeEncodeError
+    assert set(fields) == {"stratum", "tools", "tags"}
+    assert "\ufffd" in fields["stratum"]
