@@ -678,12 +678,8 @@ class SqlAgentRepository(AgentRepository):
         meta = AgentMetadata(created_at=now, updated_at=now)
         values = _config_values(config) | _metadata_values(meta, 0)
 
-        def work(cursor: Cursor) -> None:
-            if cursor.first(_ID, {"name": config.name}) is not None:
-                raise AgentExistsError(config.name)
-            self._insert_agent(cursor, values)
-
-        self._write(work, name=config.name)
+        # A taken name fails the INSERT on the unique constraint: AgentExistsError, nothing written.
+        self._write(lambda cursor: self._insert_agent(cursor, values), name=config.name)
         self._notify(config.name)
         return trusted(Agent, **dict(config), metadata=meta)
 

@@ -194,12 +194,11 @@ def main(argv: list[str] | None = None) -> int:
             with traced(repo) as statements:
                 once()
             report.append(text)
-            nested = sum(1 for s in statements if s.startswith("--"))
             report.append(
-                f"   SQL run by one {name} call: {len(statements) - nested} statements sent, "
-                f"{nested} run inside triggers (lines starting with --):"
+                f"   SQLite trace of one {name} call ({len(statements)} statements started; "
+                "'--' lines run inside triggers or FTS5):"
             )
-            report.extend(f"     {' '.join(s.split())[:160]}" for s in statements)
+            report.extend(f"     {line}" for line in _collapse(statements))
             report.append("")
     finally:
         repo.close()
@@ -209,6 +208,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(text + "\n", "utf-8")
     return 0
+
+
+def _collapse(statements: list[str]) -> Iterator[str]:
+    """One line per statement, runs of the same statement shown once with a count."""
+    previous, count = None, 0
+    for statement in [*statements, None]:
+        if statement == previous:
+            count += 1
+            continue
+        if previous is not None:
+            text = " ".join(previous.split())[:150]
+            yield f"{text}  (x{count})" if count > 1 else text
+        previous, count = statement, 1
 
 
 def _spare(workload: Any) -> Any:

@@ -79,7 +79,7 @@ def render_table(stats: Sequence[OpStats], agents: int, search_agents: int) -> s
                 notes.append(f"{s.extra['sampled']}")
             lines.append(
                 f"{title:<26} {s.backend:<24} {s.calls:>7} {_rate(s.ops_per_s):>10} "
-                f"{_ms(s.median_ms):>10} {_ms(s.p90_ms):>9} {ratio:>7}  {'; '.join(notes)}"
+                f"{_ms(s.median_ms):>10} {_ms(s.p90_ms):>9} {ratio:>7}  {'; '.join(notes)}".rstrip()
             )
             title = ""
     return "\n".join(lines)
@@ -102,6 +102,23 @@ def render_growth(stats: Sequence[OpStats]) -> str:
     if len(lines) == 1:
         return ""
     lines[0] += f"   (median of the first vs last {_window(stats)} calls)"
+    return "\n".join(lines)
+
+
+def render_search_kinds(stats: Sequence[OpStats], agents: int, search_agents: int) -> str:
+    """Median search latency (ms) per kind of search: which filters are slow, per backend."""
+    rows = [s for s in stats if "median_ms_by_kind" in s.extra and s.backend != JSON_FILES]
+    if not rows:
+        return ""
+    kinds = list(dict.fromkeys(k for s in rows for k in s.extra["median_ms_by_kind"]))
+    lines = [
+        f"{'search median ms by kind':<26} {'backend':<24} "
+        + " ".join(f"{k[:10]:>10}" for k in kinds)
+    ]
+    for s in rows:
+        by_kind = s.extra["median_ms_by_kind"]
+        cells = " ".join(f"{by_kind[k]:>10.2f}" if k in by_kind else f"{'-':>10}" for k in kinds)
+        lines.append(f"{op_title(s.op, agents, search_agents):<26} {s.backend:<24} {cells}")
     return "\n".join(lines)
 
 
@@ -128,14 +145,11 @@ def targets(stats: Sequence[OpStats], agents: int, search_agents: int) -> list[T
         acti, raw = _find(stats, op, ACTI_SQLITE), _find(stats, op, REFERENCE)
         if acti and raw:
             ratio = acti.ops_per_s / raw.ops_per_s
-            result.append(
-                Target(
-                    op_title(op, agents, search_agents),
-                    ">= 0.50x raw",
-                    f"{ratio:.2f}x",
-                    ratio >= 0.5,
-                )
-            )
+            measured = f"{ratio:.2f}x"
+            if acti.median_ms and raw.median_ms:  # less sensitive to stalls than throughput
+                measured += f" (median {raw.median_ms / acti.median_ms:.2f}x)"
+            title = op_title(op, agents, search_agents)
+            result.append(Target(title, ">= 0.50x raw ops/s", measured, ratio >= 0.5))
     acti, raw, files = (_find(stats, "search", b) for b in (ACTI_SQLITE, REFERENCE, JSON_FILES))
     if acti and raw and acti.median_ms and raw.median_ms:
         ratio = acti.median_ms / raw.median_ms
@@ -189,10 +203,10 @@ def targets(stats: Sequence[OpStats], agents: int, search_agents: int) -> list[T
 
 
 def render_targets(items: Sequence[Target]) -> str:
-    lines = [f"{'target (acti_store on SQLite)':<36} {'goal':<30} {'measured':>18}  status"]
+    lines = [f"{'target (acti_store on SQLite)':<36} {'goal':<30} {'measured':>22}  status"]
     for t in items:
         status = "not measured" if t.met is None else ("met" if t.met else "NOT MET")
-        lines.append(f"{t.name:<36} {t.goal:<30} {t.measured:>18}  {status}")
+        lines.append(f"{t.name:<36} {t.goal:<30} {t.measured:>22}  {status}")
     return "\n".join(lines)
 
 

@@ -26,6 +26,7 @@ import platform
 import random
 import shutil
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -48,6 +49,7 @@ from .report import (
     REFERENCE,
     Target,
     render_growth,
+    render_search_kinds,
     render_table,
     render_targets,
     targets,
@@ -61,6 +63,7 @@ from .workload import (
     bulk_span,
     make_searches,
     make_workload,
+    search_kind,
 )
 
 ACTI_POSTGRES: Final = "acti_store[postgresql]"
@@ -191,6 +194,12 @@ def run_searches(
         latencies.append(perf() - start)
         answers[i] = found
     stats = summarize(op, label, latencies)
+    by_kind: dict[str, list[int]] = {}
+    for (i, _), latency in zip(chosen, latencies, strict=True):
+        by_kind.setdefault(search_kind(i), []).append(latency)
+    stats.extra["median_ms_by_kind"] = {
+        kind: statistics.median(values) / 1e6 for kind, values in by_kind.items()
+    }
     if sample is not None and sample < len(searches):
         stats.extra["sampled"] = f"first {len(chosen)} of {len(searches)} searches"
     run.stats.append(stats)
@@ -283,17 +292,17 @@ def run_live(run: Run, spec: StoreSpec, workload: Workload) -> None:
         backend.close()
 
 
-def run_live_io(run: Run, live: StoreSpec, agents: int, exports: dict[str, Path]) -> None:
-    """Export the live store, import that into an empty store; every agent must read back as
-    its exported files say."""
-    workdir = run.stores.workdir
-    label = live.label
-    slug = _slug(label)
-    export_dir = workdir / f"export-{slug}"
+def run_export(run: Run, live: StoreSpec, agents: int) -> Path:
+    """Export the live store (timed, in a subprocess); returns the folder."""
+    export_dir = run.stores.workdir / f"export-{_slug(live.label)}"
     export_dir.mkdir()
     _probe(run, live, "export", export_dir, agents)
-    exports[label] = export_dir
+    return export_dir
 
+
+def run_import(run: Run, label: str, export_dir: Path, agents: int) -> None:
+    """Import a backend's export into an empty store (timed, in a subprocess); every agent must
+    read back as its exported files say."""
     target = run.stores.spec(label, "imported")
     _probe(run, target, "import", export_dir, agents)
     check_import(run, "import", target, export_dir)
@@ -411,13 +420,19 @@ def run_scale(run: Run) -> None:
 
 
 def run_live_phases(run: Run, workload: Workload) -> None:
-    """Phases 1 and 2 on every backend, then the exported folders compared across backends."""
-    exports: dict[str, Path] = {}
+    """Phase 1 on every backend, then phase 2: the exports back to back, the imports back to back
+    (close in time, so that a burst of disk activity elsewhere hits them alike), and the exported
+    folders compared across backends."""
+    agents = workload.size.agents
+    live: dict[str, StoreSpec] = {}
     for label in run.stores.labels:
-        run.log(f"live workload at {workload.size.agents:,} agents: {label}")
-        spec = run.stores.spec(label, "live")
-        run_live(run, spec, workload)
-        run_live_io(run, spec, workload.size.agents, exports)
+        run.log(f"live workload at {agents:,} agents: {label}")
+        live[label] = run.stores.spec(label, "live")
+        run_live(run, live[label], workload)
+    run.log(f"export and import at {agents:,} agents")
+    exports = {label: run_export(run, spec, agents) for label, spec in live.items()}
+    for label, export_dir in exports.items():
+        run_import(run, label, export_dir, agents)
     reference = (exports[REFERENCE], folder_digest(exports[REFERENCE]))
     for label, directory in exports.items():
         if label != REFERENCE:
@@ -526,6 +541,7 @@ def render(results: dict[str, Any]) -> str:
         render_table(stats, agents, search_agents),
         "",
         *([growth, ""] if (growth := render_growth(stats)) else []),
+        *([kinds, ""] if (kinds := render_search_kinds(stats, agents, search_agents)) else []),
         render_targets([_target_from(t) for t in results["targets"]]),
         "",
         "checks: " + ("all backends agree" if checks["ok"] else "MISMATCHES"),

@@ -244,18 +244,23 @@ def _date_text(rng: random.Random, start: datetime, end: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S")
 
 
+def search_kind(index: int) -> str:
+    """Which kind of search ``make_searches`` made at ``index``."""
+    return SEARCH_KINDS[index % len(SEARCH_KINDS)]
+
+
 def make_searches(
     rng: random.Random, count: int, span: tuple[datetime, datetime]
 ) -> list[SearchQuery]:
     """``count`` searches covering every filter and every sort.
 
-    The kind cycles with period 10 and the sort with an offset per round, so any 10 consecutive
-    searches use all four sorts and any 40 use every (kind, sort) pair.
+    The kind cycles with period 10 and the sort with an offset per round of 10, so the first 10
+    searches use every kind and all four sorts, and each block of 40 every (kind, sort) pair.
     """
     start, end = span
     searches = []
     for i in range(count):
-        kind = SEARCH_KINDS[i % len(SEARCH_KINDS)]
+        kind = search_kind(i)
         fields: dict[str, Any] = {
             "sort_by": SORT_FIELDS[(i + i // len(SEARCH_KINDS)) % len(SORT_FIELDS)],
             "limit": rng.choice(SEARCH_LIMITS),
