@@ -92,22 +92,16 @@ class UtcDateTime(TypeDecorator[datetime]):
         # SQLite: the text SQLAlchemy's DATETIME writes ("2025-01-09 14:30:22.123456"), made by
         # one C call instead of a Python format string: this runs for every stored timestamp.
         def process(value: datetime | None) -> str | None:
-            if value is None:
-                return None
-            if value.tzinfo is None:
-                raise ValueError(f"naive datetime {value!r}: timestamps must be timezone-aware")
-            return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+            naive_utc = self.process_bind_param(value, dialect)
+            return None if naive_utc is None else naive_utc.isoformat(" ", "microseconds")
 
         return process
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
         if dialect.name != "sqlite":
             return super().result_processor(dialect, coltype)
-
-        def process(value: str | None) -> datetime | None:
-            return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
-
-        return process
+        # SQLite: parse the stored text straight away (fromisoformat is C), no regex pass first.
+        return lambda value: self.process_result_value(value, dialect)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
