@@ -63,7 +63,7 @@ from .models import (
     utc_now,
 )
 from .schema import UtcDateTime, agent_tags, agents, executions, masks_containing, tools_mask
-from .sqlexec import Cursor, Prepared
+from .sqlexec import Connections, Cursor, Prepared, connections_for
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -75,8 +75,13 @@ CLONE_SUFFIX: Final = " (clone)"
 _URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
 #: How often a write is retried when the engine reports a lock or serialization conflict.
 WRITE_ATTEMPTS: Final = 8
+#: How SQLite opens a write transaction: the write lock up front, so writers queue.
+_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
 #: History records ``bulk_put_stream`` stages before one ``executemany``.
 BULK_RECORD_BATCH: Final = 5_000
+#: Agents ``bulk_put_stream`` inserts with one statement (17 parameters each: within the 999
+#: parameters older SQLite builds allow).
+BULK_AGENT_BATCH: Final = 50
 
 
 # --------------------------------------------------------------------------------------------------
@@ -257,22 +262,30 @@ def _is_unique_violation(orig: BaseException) -> bool:
     )
 
 
+def _translated(exc: BaseException, dbapi: Any, name: str | None = None) -> BaseException | None:
+    """The library's exception for a driver error (raw or wrapped by SQLAlchemy), else None."""
+    if not isinstance(exc, sa_exc.DBAPIError | dbapi.Error):
+        return None
+    orig = _driver_error(exc)
+    if isinstance(orig, dbapi.IntegrityError):
+        if name is not None and _is_unique_violation(orig):
+            return AgentExistsError(name)
+        return AgentStoreError(f"the store refused the write: {orig}")
+    if isinstance(orig, dbapi.DataError | dbapi.ProgrammingError):
+        return AgentStoreError(f"the store rejected the statement: {orig}")
+    return StoreUnavailableError(f"the store is unavailable: {orig}")
+
+
 @contextmanager
 def _translate_errors(dbapi: Any, name: str | None = None) -> Iterator[None]:
-    """Turn driver errors (raw or wrapped by SQLAlchemy) into the library's exception tree."""
+    """Turn driver errors into the library's exception tree (``_translated``)."""
     try:
         yield
-    except AgentStoreError:
-        raise
-    except (sa_exc.DBAPIError, dbapi.Error) as exc:
-        orig = _driver_error(exc)
-        if isinstance(orig, dbapi.IntegrityError):
-            if name is not None and _is_unique_violation(orig):
-                raise AgentExistsError(name) from exc
-            raise AgentStoreError(f"the store refused the write: {orig}") from exc
-        if isinstance(orig, dbapi.DataError | dbapi.ProgrammingError):
-            raise AgentStoreError(f"the store rejected the statement: {orig}") from exc
-        raise StoreUnavailableError(f"the store is unavailable: {orig}") from exc
+    except Exception as exc:
+        error = _translated(exc, dbapi, name)
+        if error is None:
+            raise
+        raise error from exc
 
 
 # --------------------------------------------------------------------------------------------------
@@ -352,6 +365,10 @@ _UPDATE_AGENT: Final = Prepared(
     columns=(*_CONFIG_KEYS, "updated_at", "version"),
 )
 _DELETE_AGENT: Final = Prepared(delete(agents).where(agents.c.id == bindparam("agent_id")))
+#: The bulk path's agent INSERT (run for many rows at once): the name maps returned ids back.
+_INSERT_AGENTS: Final = Prepared(
+    insert(agents).returning(agents.c.id, agents.c.name), columns=_CONFIG_KEYS + _METADATA_KEYS
+)
 _INSERT_TAG: Final = Prepared(insert(agent_tags), columns=("agent_id", "tag"))
 _DELETE_TAGS: Final = Prepared(
     delete(agent_tags).where(agent_tags.c.agent_id == bindparam("agent_id"))
@@ -547,6 +564,16 @@ def _record_values(agent_id: int, name: str, record: ExecutionRecord) -> dict[st
     }
 
 
+def _roll_back(connections: Connections, connection: Any) -> None:
+    """Roll back after a failure; a connection that cannot even do that is closed, not reused."""
+    try:
+        connection.rollback()
+    except Exception:
+        connections.discard(connection)
+    else:
+        connections.give(connection)
+
+
 def _export_page(cursor: Cursor, page: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     """One page of agents (by name) and all their records, in one snapshot."""
     return cursor.all(_EXPORT_AGENTS, page), cursor.all(_EXPORT_RECORDS, page)
@@ -567,8 +594,9 @@ class SqlAgentRepository(AgentRepository):
 
     Every write is one transaction, retried a bounded number of times when the engine reports a
     lock or serialization conflict; nothing is written by an operation that fails. Frequent
-    operations run prepared statements on a pooled DBAPI connection (``sqlexec``); search and the
-    rare paths use SQLAlchemy Core connections. Both come from the same engine and pool.
+    operations run prepared statements on a DBAPI connection (``sqlexec``: kept and reused for a
+    SQLite file, from the pool otherwise); search and the rare paths use SQLAlchemy Core
+    connections from the engine's pool.
     """
 
     def __init__(
@@ -579,6 +607,7 @@ class SqlAgentRepository(AgentRepository):
         mirror: Mirror | None = None,
     ) -> None:
         self._engine = engine
+        self._connections = connections_for(engine)
         self._dialect = engine.dialect
         self._dbapi = engine.dialect.loaded_dbapi
         self._sqlite = engine.dialect.name == "sqlite"
@@ -604,7 +633,7 @@ class SqlAgentRepository(AgentRepository):
         return self._clock()
 
     def close(self) -> None:
-        self._engine.dispose()
+        self._connections.close()
 
     def _run(self, work: Callable[[Cursor], T], *, begin: str | None) -> T:
         """Run ``work`` on a pooled DBAPI connection, committed if it returns, else rolled back.
@@ -613,37 +642,47 @@ class SqlAgentRepository(AgentRepository):
         write lock up front, so writers queue on the busy timeout), ``"BEGIN"`` for a read that
         needs one snapshot, None for a single-statement read. PostgreSQL begins implicitly.
         """
-        connection = self._engine.raw_connection()
+        connections = self._connections
+        connection = connections.take()
+        raw_cursor = connection.cursor()
         try:
-            cursor = Cursor(connection.cursor(), self._dialect)
+            cursor = Cursor(raw_cursor, self._dialect)
             if begin is not None and self._sqlite:
                 cursor.raw(begin)
             result = work(cursor)
             if begin is not None or not self._sqlite:  # else SQLite had no transaction open
                 connection.commit()
-            return result
         except BaseException:
-            connection.rollback()
+            raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
+            _roll_back(connections, connection)
             raise
-        finally:
-            connection.close()
+        raw_cursor.close()
+        connections.give(connection)
+        return result
 
     def _read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
-        with _translate_errors(self._dbapi):
+        try:
             return self._run(work, begin="BEGIN" if snapshot else None)
+        except Exception as exc:  # not _translate_errors: a context manager costs on every read
+            error = _translated(exc, self._dbapi)
+            if error is None:
+                raise
+            raise error from exc
 
     def _write(self, work: Callable[[Cursor], T], *, name: str | None = None) -> T:
         """Run ``work`` in one write transaction; retry on lock or serialization conflicts."""
         delay = 0.01
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
-                with _translate_errors(self._dbapi, name):
-                    return self._run(work, begin="BEGIN IMMEDIATE")
-            except StoreUnavailableError as exc:
-                if exc.__cause__ is None or not _is_retryable(exc.__cause__):
+                return self._run(work, begin=_BEGIN_WRITE)
+            except Exception as exc:
+                error = _translated(exc, self._dbapi, name)
+                if error is None:
                     raise
+                if not isinstance(error, StoreUnavailableError) or not _is_retryable(exc):
+                    raise error from exc
                 if attempt == WRITE_ATTEMPTS:
-                    raise
+                    raise error from exc
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -966,14 +1005,10 @@ class SqlAgentRepository(AgentRepository):
     ) -> BulkPutResult:
         def work(cursor: Cursor) -> BulkPutResult:
             result = BulkPutResult()
-            records: list[dict[str, Any]] = []
+            staging = _BulkStaging(cursor)
             for item in items():
-                result.outcomes[item.name] = self._put(cursor, item, on_conflict, records)
-                if len(records) >= BULK_RECORD_BATCH:  # bounded memory however many items
-                    cursor.executemany(_INSERT_EXECUTION, records)
-                    records.clear()
-            if records:
-                cursor.executemany(_INSERT_EXECUTION, records)
+                result.outcomes[item.name] = self._put(cursor, item, on_conflict, staging)
+            staging.flush()
             return result
 
         result = self._write(work)
@@ -985,11 +1020,15 @@ class SqlAgentRepository(AgentRepository):
         cursor: Cursor,
         item: ImportItem,
         on_conflict: ConflictPolicy,
-        records: list[dict[str, Any]],
+        staging: _BulkStaging,
     ) -> ImportOutcome:
-        """Stage one item; history records are appended to ``records`` for one executemany."""
+        """Stage one item: its agent row and records go in with the next batch."""
+        if item.name in staging.agents:  # put twice in one call: the first must be in the table
+            staging.flush()
         existing = cursor.first(_ID, {"name": item.name})
         outcome: ImportOutcome = "imported"
+        # Records are stored oldest first so that ids order them newest-last, as live runs do.
+        newest = item.history.executions[:HISTORY_MAX_RECORDS] if item.history else []
         if item.agent is not None:
             if existing is not None:
                 if on_conflict == "fail":
@@ -1005,28 +1044,72 @@ class SqlAgentRepository(AgentRepository):
                 else item.agent.metadata.execution_count
             )
             values = _config_values(item.agent) | _metadata_values(item.agent.metadata, total)
-            agent_id = self._insert_agent(cursor, values)
-        else:
-            if existing is None:
-                raise AgentNotFoundError(item.name)
-            agent_id = existing[0]
-            if cursor.first(_HAS_HISTORY, {"agent_id": agent_id}) is not None:
-                if on_conflict == "fail":
-                    raise AgentExistsError(item.name)
-                if on_conflict == "skip":
-                    return "skipped"
-                cursor.execute(_DELETE_HISTORY, {"agent_id": agent_id})
-                outcome = "replaced"
-            if item.history is not None:
-                cursor.execute(
-                    _SET_TOTAL,
-                    {"agent_id": agent_id, "total_executions": item.history.total_executions},
-                )
+            staging.add_agent(values, newest[::-1])
+            return outcome
+        if existing is None:
+            raise AgentNotFoundError(item.name)
+        agent_id = existing[0]
+        if cursor.first(_HAS_HISTORY, {"agent_id": agent_id}) is not None:
+            if on_conflict == "fail":
+                raise AgentExistsError(item.name)
+            if on_conflict == "skip":
+                return "skipped"
+            cursor.execute(_DELETE_HISTORY, {"agent_id": agent_id})
+            outcome = "replaced"
         if item.history is not None:
-            # Stored oldest first so that ids order the records newest-last, as live runs do.
-            newest = item.history.executions[:HISTORY_MAX_RECORDS]
-            records.extend(_record_values(agent_id, item.name, r) for r in reversed(newest))
+            total = item.history.total_executions
+            cursor.execute(_SET_TOTAL, {"agent_id": agent_id, "total_executions": total})
+            staging.add_records(agent_id, item.name, newest[::-1])
         return outcome
+
+
+class _BulkStaging:
+    """A bulk put's rows on their way in: agents by ``BULK_AGENT_BATCH`` per INSERT statement
+    (their tags and records follow once their ids are known), records by ``BULK_RECORD_BATCH``
+    per ``executemany``. Memory stays bounded however many items come through."""
+
+    __slots__ = ("_cursor", "agents", "records")
+
+    def __init__(self, cursor: Cursor) -> None:
+        self._cursor = cursor
+        #: Staged agent rows by name, with their records (oldest first).
+        self.agents: dict[str, tuple[dict[str, Any], list[ExecutionRecord]]] = {}
+        self.records: list[dict[str, Any]] = []
+
+    def add_agent(self, values: dict[str, Any], records: list[ExecutionRecord]) -> None:
+        self.agents[values["name"]] = (values, records)
+        if len(self.agents) >= BULK_AGENT_BATCH:
+            self._insert_agents()
+
+    def add_records(self, agent_id: int, name: str, records: Iterable[ExecutionRecord]) -> None:
+        self.records.extend(_record_values(agent_id, name, r) for r in records)
+        if len(self.records) >= BULK_RECORD_BATCH:
+            self._insert_records()
+
+    def flush(self) -> None:
+        self._insert_agents()
+        self._insert_records()
+
+    def _insert_agents(self) -> None:
+        if not self.agents:
+            return
+        staged, self.agents = self.agents, {}
+        returned = self._cursor.insert_rows(_INSERT_AGENTS, [v for v, _ in staged.values()])
+        ids: dict[str, int] = {name: agent_id for agent_id, name in returned}
+        tags = [
+            {"agent_id": ids[name], "tag": tag}
+            for name, (values, _) in staged.items()
+            for tag in values["tags"]
+        ]
+        if tags:
+            self._cursor.executemany(_INSERT_TAG, tags)
+        for name, (_, records) in staged.items():
+            self.add_records(ids[name], name, records)
+
+    def _insert_records(self) -> None:
+        if self.records:
+            self._cursor.executemany(_INSERT_EXECUTION, self.records)
+            self.records = []
 
 
 __all__ = [

@@ -90,18 +90,35 @@ class UtcDateTime(TypeDecorator[datetime]):
             return super().bind_processor(dialect)
 
         # SQLite: the text SQLAlchemy's DATETIME writes ("2025-01-09 14:30:22.123456"), made by
-        # one C call instead of a Python format string: this runs for every stored timestamp.
+        # C calls instead of a Python format string: this runs for every stored timestamp.
         def process(value: datetime | None) -> str | None:
-            naive_utc = self.process_bind_param(value, dialect)
-            return None if naive_utc is None else naive_utc.isoformat(" ", "microseconds")
+            if value is None:
+                return None
+            offset = value.utcoffset()
+            if offset is None:  # naive: process_bind_param says why it is refused
+                return cast(str, self.process_bind_param(value, dialect))
+            if offset:
+                value = value.astimezone(UTC)
+            return value.isoformat(" ", "microseconds")[:-6]  # without its "+00:00"
 
         return process
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
         if dialect.name != "sqlite":
             return super().result_processor(dialect, coltype)
-        # SQLite: parse the stored text straight away (fromisoformat is C), no regex pass first.
-        return lambda value: self.process_result_value(value, dialect)
+        parse = datetime.fromisoformat
+
+        # SQLite: the stored text is naive UTC; appending the offset lets one C call parse it
+        # as aware UTC. Text written some other way takes the general path.
+        def process(value: Any) -> datetime | None:
+            if value is None:
+                return None
+            try:
+                return parse(value + "+00:00")
+            except (TypeError, ValueError):
+                return self.process_result_value(value, dialect)
+
+        return process
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:

@@ -10,18 +10,25 @@ parameters are processed and passed straight to the DBAPI cursor.
 
 from __future__ import annotations
 
+import os
+import re
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
 
+from sqlalchemy import Engine
 from sqlalchemy.engine import Dialect
+from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 Processor = Callable[[Any], Any]
-Row = tuple[Any, ...]
 _REQUIRED: Any = object()
+_SINGLE_ROW_VALUES: Final = re.compile(
+    r"(?P<head>INSERT INTO .*? VALUES )(?P<group>\((?:\?, )*\?\))(?P<tail>(?: RETURNING .*)?)", re.S
+)
 
 
 @dataclass(slots=True)
@@ -37,6 +44,8 @@ class Compiled:
     #: Result processors by column index, set from the first result's cursor description
     #: (some drivers' processors depend on the column type code the server reports).
     results: tuple[tuple[int, Processor], ...] | None = None
+    #: ``multirow`` SQL by row count.
+    multirows: dict[int, str | None] = field(default_factory=dict)
 
     def prepare_results(self, description: Sequence[Sequence[Any]] | None) -> None:
         results: list[tuple[int, Processor]] = []
@@ -62,14 +71,26 @@ class Compiled:
             return processed
         return {name: value for (name, _, _), value in zip(self.plan, processed, strict=True)}
 
-    def row(self, raw: Sequence[Any]) -> Row:
+    def multirow(self, count: int) -> str | None:
+        """This single-row ``INSERT ... VALUES (?, ...)`` for ``count`` rows at once (one VALUES
+        group per row, parameters in row order); None for other statements and paramstyles."""
+        if count not in self.multirows:
+            match = _SINGLE_ROW_VALUES.fullmatch(self.sql) if self.positional else None
+            self.multirows[count] = (
+                None
+                if match is None
+                else match["head"] + ", ".join([match["group"]] * count) + match["tail"]
+            )
+        return self.multirows[count]
+
+    def row(self, raw: Sequence[Any]) -> Sequence[Any]:
         """A result row with the result processors applied (``prepare_results`` first)."""
         if not self.results:
-            return tuple(raw)
+            return raw
         row = list(raw)
         for index, process in self.results:
             row[index] = process(row[index])
-        return tuple(row)
+        return row
 
 
 class Prepared:
@@ -141,18 +162,135 @@ class Cursor:
             compiled.prepare_results(self._cursor.description)
         return compiled
 
-    def all(self, prepared: Prepared, values: Mapping[str, Any] | None = None) -> list[Row]:
+    def all(
+        self, prepared: Prepared, values: Mapping[str, Any] | None = None
+    ) -> list[Sequence[Any]]:
         compiled = self._query(prepared, values)
         return [compiled.row(raw) for raw in self._cursor.fetchall()]
 
-    def first(self, prepared: Prepared, values: Mapping[str, Any] | None = None) -> Row | None:
+    def first(
+        self, prepared: Prepared, values: Mapping[str, Any] | None = None
+    ) -> Sequence[Any] | None:
+        """The first row (the statement is run to its end, so it holds no snapshot after)."""
         compiled = self._query(prepared, values)
-        raw = self._cursor.fetchone()
-        if raw is None:
-            return None
-        self._cursor.fetchall()  # drain, so the statement is finished on every driver
-        return compiled.row(raw)
+        rows = self._cursor.fetchall()
+        return compiled.row(rows[0]) if rows else None
+
+    def insert_rows(
+        self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]
+    ) -> list[Sequence[Any]]:
+        """Run a single-row ``INSERT ... RETURNING`` for each of ``rows`` as ONE statement (a
+        multi-row VALUES) where the paramstyle allows, else row by row; returns what RETURNING
+        gave, in no set order. Keep ``rows`` within the driver's parameter limit (SQLite: 999
+        on older builds).
+
+        On SQLite one statement instead of one per row matters beyond the round trips: the
+        full-text index (fed by a trigger) writes out its pending terms after every statement.
+        """
+        compiled = prepared.compiled(self.dialect)
+        sql = compiled.multirow(len(rows)) if rows else None
+        if sql is None:
+            found = (self.first(prepared, row) for row in rows)
+            return [row for row in found if row is not None]
+        self._cursor.execute(sql, [value for row in rows for value in compiled.params(row)])
+        if compiled.results is None:
+            compiled.prepare_results(self._cursor.description)
+        return [compiled.row(raw) for raw in self._cursor.fetchall()]
 
     def raw(self, sql: str) -> None:
         """Run a fixed SQL text (BEGIN, a PRAGMA)."""
         self._cursor.execute(sql)
+
+
+# --------------------------------------------------------------------------------------------------
+# Connections for the fast path
+# --------------------------------------------------------------------------------------------------
+
+
+class PooledConnections:
+    """A connection from the engine's pool per operation (PostgreSQL, in-memory SQLite)."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def take(self) -> Any:
+        return self._engine.raw_connection()
+
+    def give(self, connection: Any) -> None:
+        connection.close()  # back to the pool
+
+    def discard(self, connection: Any) -> None:
+        connection.invalidate()
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+
+#: Idle connections a ``KeptConnections`` holds on to; more are closed when given back.
+KEPT_IDLE_MAX: Final = 8
+
+
+class KeptConnections:
+    """SQLite file connections, kept and reused last in, first out, without a pool round trip.
+
+    A connection is made by the engine's pool (so it gets the store's connection policy), then
+    detached from it and kept here: one per operation running at once, at most ``KEPT_IDLE_MAX``
+    idle. The pool's checkout and check-in cost more than a primary-key read on SQLite; taking a
+    connection here is a ``list.pop``. After ``os.fork`` the child drops the parent's
+    connections (SQLite connections must not cross a fork) and makes its own.
+    """
+
+    __slots__ = ("__weakref__", "_engine", "_idle")
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._idle: list[Any] = []
+        _KEPT.add(self)
+
+    def take(self) -> Any:
+        try:
+            return self._idle.pop()
+        except IndexError:
+            fairy = self._engine.raw_connection()
+            fairy.detach()
+            return fairy.dbapi_connection
+
+    def give(self, connection: Any) -> None:
+        if len(self._idle) < KEPT_IDLE_MAX:
+            self._idle.append(connection)
+        else:
+            connection.close()
+
+    def discard(self, connection: Any) -> None:
+        connection.close()
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
+        self._engine.dispose()
+
+    def _forget(self) -> None:
+        self._idle = []
+
+
+_KEPT: weakref.WeakSet[KeptConnections] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for kept in list(_KEPT):
+        kept._forget()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+Connections = PooledConnections | KeptConnections
+
+
+def connections_for(engine: Engine) -> Connections:
+    """Kept connections for a SQLite file (its engine has a ``QueuePool``), else the pool."""
+    if engine.dialect.name == "sqlite" and isinstance(engine.pool, QueuePool):
+        return KeptConnections(engine)
+    return PooledConnections(engine)

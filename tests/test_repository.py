@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from conftest import FakeClock, make_config
@@ -11,7 +11,9 @@ from pydantic import ValidationError
 from acti_store import (
     AgentExistsError,
     AgentNotFoundError,
+    AgentStoreError,
     AgentUpdate,
+    ExecutionHistory,
     ExecutionRecord,
     ImportItem,
     NoChangesError,
@@ -425,3 +427,102 @@ def test_text_search_index_follows_every_write(repo: SqlAgentRepository):
     repo.delete("lead_qualifier")
     assert names(repo, query="veterinary") == ["vet_clone"]
     assert names(repo, query='"quoted" veterinary') == []
+
+
+def test_bulk_put_in_batches_keeps_every_agent_its_own_tags_history_and_index(
+    repo: SqlAgentRepository, clock: FakeClock
+):
+    """More agents than one INSERT carries (and not a multiple of it): ids, tags, records and
+    the text index must all land on the right agent."""
+    from acti_store.repository import BULK_AGENT_BATCH
+
+    count = BULK_AGENT_BATCH * 2 + 7
+    donor = repo.create(make_config("donor"))
+    run(repo, "donor", "warm up")
+    items = []
+    for i in range(count):
+        agent = make_config(
+            f"bulk_{i:03d}", description=f"Handles ticket queue number{i:03d}", tags=[f"t{i % 7}"]
+        )
+        stored = donor.model_copy(update=dict(agent) | {"metadata": donor.metadata})
+        history = None
+        if i % 3 == 0:
+            records = [
+                ExecutionRecord(
+                    execution_id=f"run-{i}-{k}",
+                    timestamp=clock.current - timedelta(minutes=k),
+                    task=f"task {i}/{k}",
+                    result_summary="ok",
+                    success=True,
+                    duration_seconds=1.0,
+                    tool_calls_count=0,
+                )
+                for k in range(i % 5 + 1)  # newest first, as in a history file
+            ]
+            history = ExecutionHistory(
+                agent_name=stored.name, executions=records, total_executions=len(records) + 10
+            )
+        items.append(ImportItem(stored.name, agent=stored, history=history))
+    replacement = repo.get("donor").model_copy(update={"description": "Replaced by the import"})
+    items.append(ImportItem("donor", agent=replacement))
+
+    result = repo.bulk_put(items, on_conflict="replace")
+
+    assert result.outcomes["donor"] == "replaced"
+    assert sum(o == "imported" for o in result.outcomes.values()) == count
+    assert repo.get_history("donor").executions == []  # replaced: its old history went with it
+    for i in (0, 1, 49, 50, 51, 99, 100, count - 1):
+        name = f"bulk_{i:03d}"
+        assert names(repo, query=f"number{i:03d}") == [name]
+        assert name in names(repo, tags=[f"t{i % 7}"], limit=100)
+        history = repo.get_history(name, limit=50)
+        if i % 3:
+            assert history.executions == [] and history.total_executions == 0
+        else:
+            tasks = [r.task for r in history.executions]
+            assert tasks == [f"task {i}/{k}" for k in range(i % 5 + 1)]  # newest first
+            assert history.total_executions == i % 5 + 11
+    assert names(repo, query="replaced by the import") == ["donor"]
+
+
+def test_the_same_name_twice_in_one_bulk_put(repo: SqlAgentRepository):
+    first = repo.create(make_config())
+    repo.delete("lead_qualifier")
+    second = first.model_copy(update={"description": "The second version"})
+    kept = repo.bulk_put(
+        [ImportItem(first.name, agent=first), ImportItem(first.name, agent=second)]
+    )
+    assert kept.outcomes == {"lead_qualifier": "skipped"}  # the first one is in: skip the second
+    assert repo.get("lead_qualifier").description == first.description
+    replaced = repo.bulk_put(
+        [ImportItem(first.name, agent=second), ImportItem(first.name, agent=first)],
+        on_conflict="replace",
+    )
+    assert replaced.outcomes == {"lead_qualifier": "replaced"}
+    assert repo.get("lead_qualifier").description == first.description
+    assert names(repo, query="second version") == []
+
+
+def test_timestamps_from_any_offset_come_back_as_the_same_instant_in_utc(
+    repo: SqlAgentRepository, clock: FakeClock
+):
+    plus_two = timezone(timedelta(hours=2))
+    clock.set(datetime(2025, 6, 1, 8, 0, 0, 5, tzinfo=plus_two))
+    created = repo.create(make_config())
+    stored = repo.get("lead_qualifier").metadata.created_at
+    assert stored == created.metadata.created_at == datetime(2025, 6, 1, 6, 0, 0, 5, tzinfo=UTC)
+    assert stored.utcoffset() == timedelta(0)
+    clock.set(datetime(2025, 6, 1, 9, tzinfo=UTC))
+    naive = ExecutionRecord.model_construct(
+        execution_id="x",
+        timestamp=datetime(2025, 6, 1),
+        task="t",
+        result_summary="r",
+        success=True,
+        duration_seconds=1.0,
+        tool_calls_count=0,
+        error_type=None,
+    )
+    with pytest.raises((ValueError, AgentStoreError)):
+        repo.record_execution("lead_qualifier", naive)
+    assert repo.get_history("lead_qualifier").executions == []  # nothing written
