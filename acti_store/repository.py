@@ -23,6 +23,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
+    column,
     delete,
     exists,
     func,
@@ -30,10 +31,12 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    table,
     text,
     update,
 )
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
 from .errors import (
@@ -466,9 +469,15 @@ _EXPORT_RECORDS: Final = Prepared(
 FTS_MIN_WORD: Final = 3
 #: How many index matches a search collects before it treats its words as common (see search).
 FTS_PROBE_CAP: Final = 1000
-#: Rows of the FTS5 trigram index (revision 0003) matching a MATCH expression, up to the cap.
+#: Agents changed since the trigram index last took in its log (revision 0004): the index may
+#: hold an older text for them, or none, so search checks their current text itself.
+_FTS_LOGGED: Final[Select[tuple[Any]]] = select(column("agent_id")).select_from(
+    table("agents_fts_log")
+)
+#: Agents outside the log whose indexed text matches a MATCH expression, up to the cap.
 _FTS_PROBE: Final = text(
-    f"SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query LIMIT {FTS_PROBE_CAP}"
+    "SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query "
+    f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
 )
 _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
     "name": (agents.c.name.asc(),),
@@ -562,6 +571,15 @@ def _record_values(agent_id: int, name: str, record: ExecutionRecord) -> dict[st
         "tool_calls_count": record.tool_calls_count,
         "error_type": record.error_type,
     }
+
+
+def _contains_word(word: str) -> ColumnElement[bool]:
+    """The agent's name or description contains ``word`` (lower case), case-insensitively."""
+    pattern = f"%{escape_like(word)}%"
+    return or_(
+        func.lower(agents.c.name).like(pattern, escape="\\"),
+        func.lower(agents.c.description).like(pattern, escape="\\"),
+    )
 
 
 def _roll_back(connections: Connections, connection: Any) -> None:
@@ -879,16 +897,11 @@ class SqlAgentRepository(AgentRepository):
                 phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in indexed)
                 ids: list[int] = list(conn.execute(_FTS_PROBE, {"fts_query": phrases}).scalars())
                 if len(ids) < FTS_PROBE_CAP:
-                    conditions.append(agents.c.id.in_(ids))
+                    logged = agents.c.id.in_(_FTS_LOGGED)
+                    contain = [_contains_word(w) for w in indexed]
+                    conditions.append(or_(agents.c.id.in_(ids), and_(logged, *contain)))
                     words = [w for w in words if len(w) < FTS_MIN_WORD]
-        for word in words:
-            pattern = f"%{escape_like(word)}%"
-            conditions.append(
-                or_(
-                    func.lower(agents.c.name).like(pattern, escape="\\"),
-                    func.lower(agents.c.description).like(pattern, escape="\\"),
-                )
-            )
+        conditions.extend(_contains_word(word) for word in words)
         return conditions
 
     def count_by_stratum(self) -> dict[str | None, int]:

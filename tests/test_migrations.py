@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 from alembic import command
+from conftest import make_config
 from pytest_alembic import Config as PytestAlembicConfig
 from pytest_alembic.tests import (  # noqa: F401 - collected as tests of this module
     test_model_definitions_match_ddl,
@@ -19,7 +20,7 @@ from pytest_alembic.tests import (  # noqa: F401 - collected as tests of this mo
     test_upgrade,
 )
 
-from acti_store import SearchQuery, open_repository
+from acti_store import AgentUpdate, SearchQuery, open_repository
 from acti_store.store import alembic_config as store_alembic_config
 from acti_store.store import make_engine, migrations_dir
 
@@ -134,6 +135,67 @@ def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None
     try:
         with second.engine.connect() as conn:
             version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
-        assert version == "0003_search"
+        assert version == "0004_search_log"
     finally:
         second.close()
+
+
+def test_sqlite_index_log_hands_over_intact_and_downgrades_into_the_index(tmp_path) -> None:
+    """Revision 0004 (SQLite): the trigram index, fed through its log, matches the agents table
+    after every hand-over (FTS5's own integrity check compares the two), and a downgrade to 0003
+    moves what is still logged into the index."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    repo = open_repository(url)
+
+    def logged() -> int:
+        with repo.engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT count(*) FROM agents_fts_log")).scalar_one())
+
+    def index_matches_agents() -> None:
+        with repo.engine.begin() as conn:  # raises if the index and the table differ
+            conn.execute(
+                sa.text("INSERT INTO agents_fts(agents_fts, rank) VALUES ('integrity-check', 1)")
+            )
+
+    for i in range(300):
+        repo.create(make_config(f"agent_{i:03d}", description=f"Handles queue {i} of many"))
+    assert logged() == 300 - 256
+    for i in range(0, 300, 3):
+        repo.update(f"agent_{i:03d}", AgentUpdate(description=f"Now routes ticket {i}"))
+    for i in range(1, 300, 7):
+        repo.delete(f"agent_{i:03d}")
+    for k, name in enumerate(repo.list_names()):  # changes until the next hand-over
+        repo.update(name, AgentUpdate(description=f"One more change, number {k}"))
+        if not logged():
+            break
+    assert logged() == 0
+    index_matches_agents()
+    repo.update("agent_003", AgentUpdate(description="Logged, not yet indexed: unique zebra"))
+    repo.create(make_config("newcomer", description="Logged too: unique yak"))
+    assert logged() == 2
+    repo.close()
+
+    cfg = store_alembic_config(make_engine(url).url)
+    command.downgrade(cfg, "0003_search")
+    repo = open_repository(url, migrate=False)
+    index_matches_agents()
+
+    def indexed(words: str) -> list[str]:  # the 0003 index, asked directly
+        probe = sa.text(
+            "SELECT a.name FROM agents_fts f JOIN agents a ON a.id = f.rowid "
+            "WHERE agents_fts MATCH :q ORDER BY a.name"
+        )
+        with repo.engine.connect() as conn:
+            return list(conn.execute(probe, {"q": f'"{words}"'}).scalars())
+
+    assert indexed("unique zebra") == ["agent_003"] and indexed("unique yak") == ["newcomer"]
+    repo.create(make_config("after_downgrade", description="Indexed by the 0003 triggers"))
+    assert indexed("0003 triggers") == ["after_downgrade"]
+    index_matches_agents()
+    repo.close()
+    command.upgrade(cfg, "head")
+    repo = open_repository(url)
+    find = lambda q: [a.name for a in repo.search(SearchQuery(query=q))]  # noqa: E731
+    assert find("unique zebra") == ["agent_003"] and find("0003 triggers") == ["after_downgrade"]
+    assert logged() == 0
+    repo.close()

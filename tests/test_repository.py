@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -526,3 +527,44 @@ def test_timestamps_from_any_offset_come_back_as_the_same_instant_in_utc(
     with pytest.raises((ValueError, AgentStoreError)):
         repo.record_execution("lead_qualifier", naive)
     assert repo.get_history("lead_qualifier").executions == []  # nothing written
+
+
+def test_text_search_stays_exact_as_writes_pass_through_the_index_log(repo: SqlAgentRepository):
+    """On SQLite the trigram index takes changes through a log, 256 at a time: search must give
+    the same answer as checking every agent, before, at and after each hand-over, through
+    updates, deletes, and a deleted agent's id given to the next new one."""
+    rng = random.Random(7)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
+
+    def description() -> str:
+        return " ".join(rng.sample(words, 2)) + f" item{rng.randrange(40)}"
+
+    def check() -> None:
+        agents = {a.name: f"{a.name} {a.description}".lower() for a in repo.list_agents()}
+        for query in ("alpha", "bravo charlie", "item1", "ECHO item2", "ha golf", "agent_1"):
+            expected = sorted(
+                n for n, text in agents.items() if all(w in text for w in query.lower().split())
+            )[:100]
+            assert names(repo, query=query, limit=100) == expected, query
+
+    created = 0
+    for round_ in range(3):
+        for _ in range(120):
+            repo.create(make_config(f"agent_{created:03d}", description=description()))
+            created += 1
+        for i in range(round_, created, 5):
+            if repo.exists(f"agent_{i:03d}"):
+                repo.update(f"agent_{i:03d}", AgentUpdate(description=description()))
+        for i in range(round_ * 3, created, 13):
+            if repo.exists(f"agent_{i:03d}"):
+                repo.delete(f"agent_{i:03d}")
+        newest = f"agent_{created - 1:03d}"
+        repo.delete(newest)  # the highest id: SQLite hands it to the next agent created
+        repo.create(make_config(newest, description="a reused id, echo foxtrot"))
+        check()
+    existing = repo.list_names()
+    for k in range(300):  # one write at a time, across a hand-over
+        repo.update(existing[k % len(existing)], AgentUpdate(description=description()))
+        if k % 29 == 0:
+            check()
+    check()
