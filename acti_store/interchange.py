@@ -78,6 +78,27 @@ def history_file_name(name: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+def _read_up_to(fd: int, limit: int, size_hint: int) -> bytes:
+    """Read ``fd`` until its end or ``limit`` bytes, whichever comes first.
+
+    The first read asks for the size ``fstat`` reported (plus one byte, to see the end): a buffer
+    of ``limit`` bytes would be allocated for every file otherwise. Reading goes on until a read
+    returns nothing, so a file that grew since ``fstat`` (or reports no size) is still read whole.
+    """
+    data = os.read(fd, min(max(size_hint, 0) + 1, limit))
+    if not data or len(data) >= limit:
+        return data
+    parts = [data]
+    total = len(data)
+    while total < limit:
+        more = os.read(fd, limit - total)
+        if not more:
+            break
+        parts.append(more)
+        total += len(more)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 class _Folder:
     """A directory opened once. Names are single path components resolved against its descriptor,
     symbolic links are never followed, and writes replace files atomically."""
@@ -140,11 +161,15 @@ class _Folder:
             if exc.errno == errno.ELOOP:
                 raise DocumentError("a symbolic link: not followed") from None
             raise DocumentError(f"cannot be read: {exc.strerror}") from None
-        with open(fd, "rb") as file:
+        try:
             info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):  # as ``open(fd, "rb")`` always reported a directory
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), fd)
             if not stat.S_ISREG(info.st_mode):
                 raise DocumentError("not a regular file")
-            data = file.read(MAX_FILE_BYTES + 1)
+            data = _read_up_to(fd, MAX_FILE_BYTES + 1, info.st_size)
+        finally:
+            os.close(fd)
         if len(data) > MAX_FILE_BYTES:
             raise DocumentError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
         return data

@@ -184,6 +184,7 @@ def is_valid_name(value: object) -> bool:
 
 
 def _check_model(value: str) -> str:
+    _no_nul(value)  # first: ``\S`` matches NUL
     if not MODEL_PATTERN.fullmatch(value):
         raise PydanticCustomError(
             "model_format",
@@ -267,9 +268,7 @@ SystemPrompt = Annotated[
     Field(min_length=SYSTEM_PROMPT_MIN_LENGTH, max_length=TEXT_MAX_LENGTH),
     AfterValidator(_no_nul),
 ]
-ModelId = Annotated[
-    str, Field(max_length=MODEL_MAX_LENGTH), AfterValidator(_no_nul), AfterValidator(_check_model)
-]
+ModelId = Annotated[str, Field(max_length=MODEL_MAX_LENGTH), AfterValidator(_check_model)]
 Stratum = Annotated[str, BeforeValidator(_normalise_stratum), AfterValidator(_check_stratum)]
 ToolList = Annotated[list[str], AfterValidator(_check_tools)]
 TagList = Annotated[list[str], AfterValidator(_check_tags)]
@@ -353,7 +352,10 @@ class Agent(AgentConfig):
 
 def _record_text(limit: int) -> AfterValidator:
     def clean(value: str) -> str:
-        return truncate(_SURROGATE.sub("\ufffd", value.replace("\x00", "\ufffd")), limit)
+        text = value.replace("\x00", "\ufffd")
+        if not value.isascii():  # only non-ASCII text can hold a surrogate
+            text = _SURROGATE.sub("\ufffd", text)
+        return truncate(text, limit)
 
     return AfterValidator(clean)
 

@@ -46,6 +46,15 @@ class Compiled:
     results: tuple[tuple[int, Processor], ...] | None = None
     #: ``multirow`` SQL by row count.
     multirows: dict[int, str | None] = field(default_factory=dict)
+    #: The plan's names, and its bind processors by position (derived: ``__post_init__``).
+    names: tuple[str, ...] = ()
+    processors: tuple[tuple[int, Processor], ...] = ()
+
+    def __post_init__(self) -> None:
+        self.names = tuple(name for name, _, _ in self.plan)
+        self.processors = tuple(
+            (index, process) for index, (_, process, _) in enumerate(self.plan) if process
+        )
 
     def prepare_results(self, description: Sequence[Sequence[Any]] | None) -> None:
         results: list[tuple[int, Processor]] = []
@@ -61,15 +70,24 @@ class Compiled:
 
         A required parameter missing from ``values`` raises ``KeyError``.
         """
-        processed = []
-        for name, process, default in self.plan:
-            value = values.get(name, default)
-            if value is _REQUIRED:
-                raise KeyError(name)
-            processed.append(value if process is None or value is None else process(value))
+        try:
+            processed = [values[name] for name in self.names]
+        except KeyError:  # a parameter left to its default (or a required one missing)
+            processed = [self._value(values, name, default) for name, _, default in self.plan]
+        for index, process in self.processors:
+            value = processed[index]
+            if value is not None:
+                processed[index] = process(value)
         if self.positional:
             return processed
-        return {name: value for (name, _, _), value in zip(self.plan, processed, strict=True)}
+        return dict(zip(self.names, processed, strict=True))
+
+    @staticmethod
+    def _value(values: Mapping[str, Any], name: str, default: Any) -> Any:
+        value = values.get(name, default)
+        if value is _REQUIRED:
+            raise KeyError(name)
+        return value
 
     def multirow(self, count: int) -> str | None:
         """This single-row ``INSERT ... VALUES (?, ...)`` for ``count`` rows at once (one VALUES

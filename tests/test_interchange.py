@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -24,8 +25,8 @@ from acti_store import (
     import_json,
     open_repository,
 )
-from acti_store.documents import agent_document, dumps, history_document
-from acti_store.interchange import rewrite_documents
+from acti_store.documents import DocumentError, agent_document, dumps, history_document
+from acti_store.interchange import MAX_FILE_BYTES, _Folder, _read_up_to, rewrite_documents
 
 V1_DIR = Path(__file__).parent / "data" / "v1_agents"
 PROMPT = "You are a careful assistant. Follow the instructions and explain every step you take."
@@ -404,6 +405,38 @@ def test_bad_files_are_each_reported_and_nothing_outside_is_read(
     assert reasons["renamed_history.json"] == "not imported: its agent file renamed.json is invalid"
     assert len(reasons) == 9
     assert repo.list_names() == ["good_agent"]
+
+
+def test_only_regular_files_within_the_size_limit_are_read(tmp_path: Path) -> None:
+    (tmp_path / "fits.json").write_bytes(b"x" * MAX_FILE_BYTES)
+    (tmp_path / "too_big.json").write_bytes(b"x" * (MAX_FILE_BYTES + 1))
+    (tmp_path / "empty.json").write_bytes(b"")
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "directory.json").mkdir()
+    with _Folder(tmp_path) as folder:
+        assert folder.read("fits.json") == b"x" * MAX_FILE_BYTES
+        assert folder.read("empty.json") == b""
+        with pytest.raises(DocumentError, match=r"^larger than 8 MiB$"):
+            folder.read("too_big.json")
+        with pytest.raises(DocumentError, match=r"^not a regular file$"):
+            folder.read("fifo.json")
+        with pytest.raises(IsADirectoryError):  # import lists no directory: never asked to read one
+            folder.read("directory.json")
+        with pytest.raises(DocumentError, match=r"^cannot be read: No such file or directory$"):
+            folder.read("absent.json")
+
+
+@pytest.mark.parametrize("size_hint", [0, 10, 99, 100, 5000])
+def test_a_file_is_read_to_its_end_whatever_its_size_said(tmp_path: Path, size_hint: int) -> None:
+    """``fstat``'s size only sizes the first read: a file that grew since is read whole."""
+    path = tmp_path / "grown.json"
+    path.write_bytes(bytes(range(100)) * 30)
+    for limit in (1, 100, 3000, 3001, 10_000):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert _read_up_to(fd, limit, size_hint) == (bytes(range(100)) * 30)[:limit]
+        finally:
+            os.close(fd)
 
 
 def test_a_history_file_alone_joins_its_agent_in_the_store(

@@ -91,6 +91,29 @@ def test_execution_record_truncates_long_text_and_sanitises_nul() -> None:
     assert len(record.execution_id) == 36
 
 
+def test_execution_record_replaces_nul_and_lone_surrogates_in_any_text() -> None:
+    record = ExecutionRecord(
+        timestamp=datetime(2025, 1, 10, tzinfo=UTC),
+        task="a\x00b \ud800 é",
+        result_summary="plain \x00 ascii",
+        success=False,
+        duration_seconds=1.5,
+        error_type="E\udfff" + "r" * 200,
+    )
+    assert record.task == "a\ufffdb \ufffd é"
+    assert record.result_summary == "plain \ufffd ascii"
+    assert record.error_type == "E\ufffd" + "r" * 95 + "..."
+
+
+def test_a_model_holding_nul_is_refused_for_the_nul() -> None:
+    with pytest.raises(ValidationError) as info:
+        make_config(model="anthropic:claude\x00")
+    assert "NUL" in error_fields(info.value)["model"]
+    with pytest.raises(ValidationError) as info:
+        make_config(model="no colon")
+    assert "provider:model" in error_fields(info.value)["model"]
+
+
 def test_naive_and_offset_timestamps_become_utc() -> None:
     naive = ExecutionRecord(
         timestamp=datetime(2025, 1, 10, 9, 0),
