@@ -361,12 +361,28 @@ _COUNT_BY_STRATUM: Final = Prepared(
 _INSERT_AGENT: Final = Prepared(
     insert(agents).returning(agents.c.id), columns=_CONFIG_KEYS + _METADATA_KEYS
 )
-_UPDATE_AGENT: Final = Prepared(
-    update(agents).where(
-        agents.c.id == bindparam("where_id"), agents.c.version == bindparam("where_version")
-    ),
-    columns=(*_CONFIG_KEYS, "updated_at", "version"),
-)
+_UPDATES: dict[frozenset[str], Prepared] = {}
+
+
+def _update_statement(fields: Iterable[str]) -> Prepared:
+    """The UPDATE of an agent that sets ``fields`` (config fields), its version and update time.
+
+    Only the fields given: assigning a column, even its own value, rewrites its index entries.
+    One statement per set of fields, built when first needed (at most 2**6).
+    """
+    key = frozenset(fields)
+    found = _UPDATES.get(key)
+    if found is None:
+        columns = [k for k in _CONFIG_KEYS if k in key or (k == "tools_mask" and "tools" in key)]
+        found = _UPDATES[key] = Prepared(
+            update(agents).where(
+                agents.c.id == bindparam("where_id"),
+                agents.c.version == bindparam("where_version"),
+            ),
+            columns=(*columns, "updated_at", "version"),
+        )
+    return found
+
 _DELETE_AGENT: Final = Prepared(delete(agents).where(agents.c.id == bindparam("agent_id")))
 #: The bulk path's agent INSERT (run for many rows at once): the name maps returned ids back.
 _INSERT_AGENTS: Final = Prepared(
@@ -776,7 +792,7 @@ class SqlAgentRepository(AgentRepository):
                 "where_id": row[0],
                 "where_version": version,
             }
-            if cursor.execute(_UPDATE_AGENT, values) != 1:  # no row lock on this engine
+            if cursor.execute(_update_statement(fields), values) != 1:  # no row lock here
                 raise VersionConflictError(name, version, version + 1)
             if "tags" in fields:
                 cursor.execute(_DELETE_TAGS, {"agent_id": row[0]})
