@@ -76,12 +76,12 @@ def traced(repo: SqlAgentRepository) -> Iterator[list[str]]:
         dbapi_connection.set_trace_callback(statements.append)
 
     event.listen(repo.engine, "connect", on_connect)
-    repo.engine.dispose()  # new connections get the callback
+    repo.close()  # its connections are closed: new ones get the callback
     try:
         yield statements
     finally:
         event.remove(repo.engine, "connect", on_connect)
-        repo.engine.dispose()
+        repo.close()
 
 
 def profile(name: str, calls: int, body: Callable[[], None]) -> tuple[str, pstats.Stats]:
