@@ -383,6 +383,7 @@ def _update_statement(fields: Iterable[str]) -> Prepared:
         )
     return found
 
+
 _DELETE_AGENT: Final = Prepared(delete(agents).where(agents.c.id == bindparam("agent_id")))
 #: The bulk path's agent INSERT (run for many rows at once): the name maps returned ids back.
 _INSERT_AGENTS: Final = Prepared(
