@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from sqlalchemy import Engine, select, text
+from sqlalchemy.exc import DBAPIError
 
 from acti_store import SearchQuery, SqlAgentRepository
 from acti_store.documents import (
@@ -211,8 +212,21 @@ def tag_index_problems(repo: SqlAgentRepository, name: str, tags: Iterable[str])
     return problems
 
 
+#: Revision 0004's hand-over of the text index's log, then FTS5's check of the index against the
+#: agents table: run in a transaction that is rolled back, it proves "index + log = agents".
+_TEXT_INDEX_CHECK = (
+    "INSERT INTO agents_fts(agents_fts, rowid, name, description) "
+    "SELECT 'delete', agent_id, indexed_name, indexed_description FROM agents_fts_log "
+    "WHERE indexed_name IS NOT NULL",
+    "INSERT INTO agents_fts(rowid, name, description) "
+    "SELECT a.id, a.name, a.description FROM agents_fts_log l JOIN agents a ON a.id = l.agent_id",
+    "INSERT INTO agents_fts(agents_fts, rank) VALUES ('integrity-check', 1)",
+)
+
+
 def sqlite_integrity_problems(engine: Engine) -> list[str]:
-    """``PRAGMA integrity_check`` and ``foreign_key_check`` (nothing to check on PostgreSQL)."""
+    """``PRAGMA integrity_check``, ``foreign_key_check``, and the text index in step with the
+    agents table (nothing to check on PostgreSQL)."""
     if engine.dialect.name != "sqlite":
         return []
     with engine.connect() as conn:
@@ -221,6 +235,13 @@ def sqlite_integrity_problems(engine: Engine) -> list[str]:
     problems = [] if integrity == ["ok"] else [f"integrity_check: {integrity[:5]}"]
     if orphans:
         problems.append(f"foreign_key_check: {orphans[:5]}")
+    with engine.connect() as conn, conn.begin() as transaction:
+        try:
+            for statement in _TEXT_INDEX_CHECK:
+                conn.exec_driver_sql(statement)
+        except DBAPIError as exc:
+            problems.append(f"text index out of step with the agents table: {exc.orig}")
+        transaction.rollback()
     return problems
 
 
