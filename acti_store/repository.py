@@ -358,8 +358,9 @@ _NAMES: Final = Prepared(select(agents.c.name).order_by(agents.c.name))
 _COUNT_BY_STRATUM: Final = Prepared(
     select(agents.c.stratum, func.count()).group_by(agents.c.stratum)
 )
+#: Run for one row or many at once (``Cursor.insert_rows``): the name maps returned ids back.
 _INSERT_AGENT: Final = Prepared(
-    insert(agents).returning(agents.c.id), columns=_CONFIG_KEYS + _METADATA_KEYS
+    insert(agents).returning(agents.c.id, agents.c.name), columns=_CONFIG_KEYS + _METADATA_KEYS
 )
 _UPDATES: dict[frozenset[str], Prepared] = {}
 
@@ -385,10 +386,6 @@ def _update_statement(fields: Iterable[str]) -> Prepared:
 
 
 _DELETE_AGENT: Final = Prepared(delete(agents).where(agents.c.id == bindparam("agent_id")))
-#: The bulk path's agent INSERT (run for many rows at once): the name maps returned ids back.
-_INSERT_AGENTS: Final = Prepared(
-    insert(agents).returning(agents.c.id, agents.c.name), columns=_CONFIG_KEYS + _METADATA_KEYS
-)
 _INSERT_TAG: Final = Prepared(insert(agent_tags), columns=("agent_id", "tag"))
 _DELETE_TAGS: Final = Prepared(
     delete(agent_tags).where(agent_tags.c.agent_id == bindparam("agent_id"))
@@ -599,6 +596,18 @@ def _contains_word(word: str) -> ColumnElement[bool]:
     )
 
 
+def _insert_agents(cursor: Cursor, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Insert agent rows (one statement where the driver allows) and their tags; their ids by
+    name."""
+    ids = {name: agent_id for agent_id, name in cursor.insert_rows(_INSERT_AGENT, rows)}
+    tags = [
+        {"agent_id": ids[values["name"]], "tag": tag} for values in rows for tag in values["tags"]
+    ]
+    if tags:
+        cursor.executemany(_INSERT_TAG, tags)
+    return ids
+
+
 def _roll_back(connections: Connections, connection: Any) -> None:
     """Roll back after a failure; a connection that cannot even do that is closed, not reused."""
     try:
@@ -734,17 +743,6 @@ class SqlAgentRepository(AgentRepository):
             raise AgentNotFoundError(name)
         return row
 
-    @staticmethod
-    def _insert_agent(cursor: Cursor, values: dict[str, Any]) -> int:
-        row = cursor.first(_INSERT_AGENT, values)
-        assert row is not None
-        agent_id = int(row[0])
-        if values["tags"]:
-            cursor.executemany(
-                _INSERT_TAG, [{"agent_id": agent_id, "tag": t} for t in values["tags"]]
-            )
-        return agent_id
-
     # -- agents ------------------------------------------------------------------------------------
 
     def create(self, config: AgentConfig) -> Agent:
@@ -753,7 +751,7 @@ class SqlAgentRepository(AgentRepository):
         values = _config_values(config) | _metadata_values(meta, 0)
 
         # A taken name fails the INSERT on the unique constraint: AgentExistsError, nothing written.
-        self._write(lambda cursor: self._insert_agent(cursor, values), name=config.name)
+        self._write(lambda cursor: _insert_agents(cursor, [values]), name=config.name)
         self._notify(config.name)
         return trusted(Agent, **dict(config), metadata=meta)
 
@@ -844,7 +842,7 @@ class SqlAgentRepository(AgentRepository):
                 raise AgentExistsError(new_name)
             now = self.now()
             meta = AgentMetadata(created_at=now, updated_at=now)
-            self._insert_agent(cursor, _config_values(config) | _metadata_values(meta, 0))
+            _insert_agents(cursor, [_config_values(config) | _metadata_values(meta, 0)])
             return trusted(Agent, **dict(config), metadata=meta)
 
         agent = self._write(work, name=new_name)
@@ -1124,15 +1122,7 @@ class _BulkStaging:
         if not self.agents:
             return
         staged, self.agents = self.agents, {}
-        returned = self._cursor.insert_rows(_INSERT_AGENTS, [v for v, _ in staged.values()])
-        ids: dict[str, int] = {name: agent_id for agent_id, name in returned}
-        tags = [
-            {"agent_id": ids[name], "tag": tag}
-            for name, (values, _) in staged.items()
-            for tag in values["tags"]
-        ]
-        if tags:
-            self._cursor.executemany(_INSERT_TAG, tags)
+        ids = _insert_agents(self._cursor, [values for values, _ in staged.values()])
         for name, (_, records) in staged.items():
             self.add_records(ids[name], name, records)
 

@@ -67,6 +67,10 @@ def masks_containing(tools: list[str]) -> list[int]:
     return [m for m in range(1 << len(TOOL_CATEGORIES)) if m & required == required]
 
 
+def _naive(value: datetime) -> ValueError:
+    return ValueError(f"naive datetime {value!r}: timestamps must be timezone-aware")
+
+
 class UtcDateTime(TypeDecorator[datetime]):
     """A timestamp that is timezone-aware UTC on the way in and on the way out.
 
@@ -80,8 +84,8 @@ class UtcDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value!r}: timestamps must be timezone-aware")
+        if value.utcoffset() is None:
+            raise _naive(value)
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
@@ -95,8 +99,8 @@ class UtcDateTime(TypeDecorator[datetime]):
             if value is None:
                 return None
             offset = value.utcoffset()
-            if offset is None:  # naive: process_bind_param says why it is refused
-                return cast(str, self.process_bind_param(value, dialect))
+            if offset is None:
+                raise _naive(value)
             if offset:
                 value = value.astimezone(UTC)
             return value.isoformat(" ", "microseconds")[:-6]  # without its "+00:00"

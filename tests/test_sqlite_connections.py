@@ -70,12 +70,14 @@ def test_a_failed_read_leaves_no_snapshot_behind(url: str):
         assert raw.fetchone() == ("first",)
         raise RuntimeError("the caller gave up half way through")
 
-    with pytest.raises(RuntimeError):
+    # The caller keeps the exception (a log record would): its traceback keeps the cursor alive.
+    with pytest.raises(RuntimeError) as failure:
         repo._read(half_read_then_fail)
     other = open_repository(url)
     other.create(make_config("third"))
     # The same kept connection serves the next read: it must see the new agent.
     assert repo.exists("third") and repo.list_names() == ["first", "second", "third"]
+    assert failure.traceback  # still held up to here
     other.close()
     repo.close()
 
@@ -89,6 +91,9 @@ def test_a_forked_child_opens_its_own_connections(url: str):
     if pid == 0:  # the child: the parent's connections must not be used here
         code = 1
         try:
+            # Nothing of the parent's is reused (SQLite does not notice, so look directly).
+            if repo._connections._idle:  # type: ignore[union-attr]
+                os._exit(3)
             repo.record_execution("lead_qualifier", record("in the child"))
             code = 0 if repo.get_history("lead_qualifier").total_executions == 2 else 2
         finally:
