@@ -94,11 +94,11 @@ def _store_error(error: AgentStoreError) -> Result:
 
 
 def _tool(
-    method: Callable[Concatenate[_Builder, P], Result],
-) -> Callable[Concatenate[_Builder, P], Result]:
+    method: Callable[Concatenate[BuilderTools, P], Result],
+) -> Callable[Concatenate[BuilderTools, P], Result]:
     """The boundary of a tool: refusals and store errors become ERROR results, never raises."""
 
-    def run(self: _Builder, /, *args: P.args, **kwargs: P.kwargs) -> Result:
+    def run(self: BuilderTools, /, *args: P.args, **kwargs: P.kwargs) -> Result:
         try:
             _refuse_unencodable(method.__name__, {"input": args, **kwargs})
             return method(self, *args, **kwargs)
@@ -198,8 +198,12 @@ class _ExecutionParameters(BaseModel):
 # --------------------------------------------------------------------------------------------------
 
 
-class _Builder:
-    """The ten tools' logic, bound to one repository (asked for on first use)."""
+class BuilderTools:
+    """The ten tools' logic, bound to one repository (asked for on first use).
+
+    Each method takes the tool's arguments by keyword and returns ``(text, artifact)``: what the
+    LangChain tools, the CLI and other front ends all render from.
+    """
 
     def __init__(
         self,
@@ -593,7 +597,7 @@ class _Spec(NamedTuple):
     description: str
 
 
-def _tools(builder: _Builder) -> list[BaseTool]:
+def _tools(builder: BuilderTools) -> list[BaseTool]:
     """The ten tools of ``builder``, in the contract's order."""
 
     def spec(func: Callable[..., Result], args: type[BaseModel], description: str) -> _Spec:
@@ -640,7 +644,7 @@ def make_builder_tools(
     use): the chat model to run agents with (default: each agent's configured model) and the MCP
     server catalog.
     """
-    return _tools(_Builder(lambda: repo, model=model, mcp_catalog=mcp_catalog))
+    return _tools(BuilderTools(lambda: repo, model=model, mcp_catalog=mcp_catalog))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -670,7 +674,7 @@ class _LazyRepository:
 
 
 default_repository: Final = _LazyRepository()
-_DEFAULT: Final = _Builder(default_repository)
+_DEFAULT: Final = BuilderTools(default_repository)
 
 #: The ten tools of the builder agent, bound to the default store, in the contract's order.
 BUILDER_TOOLS: Final[list[BaseTool]] = _tools(_DEFAULT)
