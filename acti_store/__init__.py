@@ -4,6 +4,7 @@ Agent configurations, their lifecycle metadata and a 50-record FIFO execution hi
 SQL tables (SQLite by default, PostgreSQL for shared stores), behind one repository interface.
 """
 
+from .bootstrap import open_repository
 from .errors import (
     AgentExistsError,
     AgentNotFoundError,
@@ -25,7 +26,6 @@ from .models import (
     SearchQuery,
 )
 from .repository import AgentRepository, ImportItem, SqlAgentRepository
-from .store import open_repository
 
 __all__ = [
     "Agent",

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import AgentStoreError, open_repository
+from .engine import DEFAULT_URL, ENV_URL, make_engine, upgrade_schema
 from .repository import SqlAgentRepository
-from .store import DEFAULT_URL, ENV_URL, make_engine, upgrade_schema
 
 Command = Callable[[argparse.Namespace], int]
 

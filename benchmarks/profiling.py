@@ -50,7 +50,7 @@ LAYERS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("SQLAlchemy: dialect type processing", ("sqlalchemy/dialects/",)),
     ("SQLAlchemy: engine / connection", ("sqlalchemy/",)),
     ("pydantic (validation, construct, copy)", ("pydantic",)),
-    ("acti_store: store policy (events, BEGIN)", ("acti_store/store.py",)),
+    ("acti_store: store policy (events, BEGIN)", ("acti_store/engine.py",)),
     ("acti_store: fast SQL path (sqlexec)", ("acti_store/sqlexec.py",)),
     ("acti_store: repository code", ("acti_store/",)),
     ("datetime / json / re", ("datetime", "/json/", "/re/", "_strptime", "fromisoformat")),

@@ -15,8 +15,8 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy import Connection, Engine
 
+from acti_store.engine import make_engine, resolve_url
 from acti_store.schema import Base
-from acti_store.store import make_engine, resolve_url
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("connection") is None:

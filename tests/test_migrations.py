@@ -21,8 +21,8 @@ from pytest_alembic.tests import (  # noqa: F401 - collected as tests of this mo
 )
 
 from acti_store import AgentUpdate, SearchQuery, open_repository
-from acti_store.store import alembic_config as store_alembic_config
-from acti_store.store import make_engine, migrations_dir
+from acti_store.engine import alembic_config as store_alembic_config
+from acti_store.engine import make_engine, migrations_dir
 
 V1_ROWS = [
     {

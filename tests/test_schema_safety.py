@@ -24,7 +24,7 @@ from acti_store import (
     open_repository,
 )
 from acti_store.cli import main as cli_main
-from acti_store.store import alembic_config
+from acti_store.engine import alembic_config
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
 FUTURE_REVISION = "0999_from_a_newer_acti_store"

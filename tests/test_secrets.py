@@ -20,8 +20,8 @@ from sqlalchemy.engine import make_url
 
 from acti_store import StoreUnavailableError, export_json, import_json, open_repository
 from acti_store.cli import main as cli_main
+from acti_store.engine import ENV_URL
 from acti_store.execution.catalog import McpCatalog
-from acti_store.store import ENV_URL
 from acti_store.testing import ScriptedChatModel
 from acti_store.tools import make_builder_tools
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECK = """
 import acti_store, pathlib, sys
 from acti_store import open_repository
-from acti_store.store import migrations_dir
+from acti_store.engine import migrations_dir
 assert pathlib.Path(sys.prefix) in pathlib.Path(acti_store.__file__).parents, acti_store.__file__
 assert migrations_dir().name == "_migrations", migrations_dir()
 repo = open_repository("sqlite:///store.db")

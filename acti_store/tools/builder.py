@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Final, NamedTuple, ParamSpec
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from ..bootstrap import open_repository
 from ..documents import agent_document, history_document
 from ..errors import (
     AgentExistsError,
@@ -50,7 +51,6 @@ from ..models import (
     is_valid_name,
 )
 from ..repository import AgentRepository
-from ..store import open_repository
 from . import render, schemas, texts
 from .render import FieldError
 

@@ -1,4 +1,7 @@
-"""Opening a store: the engine, the SQLite connection policy, and the schema at Alembic head."""
+"""The engine of a store: its URL, the SQLite connection policy, and the schema at Alembic head.
+
+Nothing here knows the JSON interchange or the mirror: ``acti_store.bootstrap`` wires those.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +20,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from .errors import SchemaVersionError, StoreUnavailableError
-from .interchange import JsonMirror
-from .repository import Clock, Mirror, SqlAgentRepository
 
 ENV_URL: Final = "ACTI_STORE_URL"
-#: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
-ENV_EXPORT_DIR: Final = "ACTI_STORE_EXPORT_DIR"
 DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
 #: How long a SQLite writer waits for the lock before giving up (milliseconds).
 SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
@@ -154,33 +153,3 @@ def _refuse_unknown(script: ScriptDirectory, current: set[str]) -> None:
 def _describe(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None)
     return str(orig if orig is not None else exc).strip().splitlines()[0]
-
-
-def open_repository(
-    url: str | URL | None = None,
-    *,
-    migrate: bool = True,
-    clock: Clock | None = None,
-    mirror: Mirror | None = None,
-    export_dir: str | os.PathLike[str] | None = None,
-    engine_options: dict[str, Any] | None = None,
-) -> SqlAgentRepository:
-    """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
-
-    Brings the schema to Alembic head unless ``migrate=False``. ``clock`` (a callable returning an
-    aware UTC datetime) sets every timestamp the store writes; tests pass a fixed one.
-    Unless a ``mirror`` is given, ``export_dir`` (else ``ACTI_STORE_EXPORT_DIR``; ``""`` for none)
-    names a directory whose JSON files are rewritten after each committed write.
-    """
-    if mirror is None:
-        directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
-        if directory:
-            mirror = JsonMirror(directory)
-    engine = make_engine(url, **(engine_options or {}))
-    try:
-        if migrate:
-            upgrade_schema(engine)
-    except BaseException:
-        engine.dispose()
-        raise
-    return SqlAgentRepository(engine, clock=clock, mirror=mirror)
