@@ -6,6 +6,8 @@ import json
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +28,8 @@ from acti_store import (
     open_repository,
 )
 from acti_store.documents import DocumentError, agent_document, dumps, history_document
-from acti_store.interchange import MAX_FILE_BYTES, _Folder, _read_up_to, rewrite_documents
+from acti_store.interchange import NEEDS_POSIX, rewrite_documents
+from acti_store.interchange.folder import MAX_FILE_BYTES, Folder, read_up_to
 
 V1_DIR = Path(__file__).parent / "data" / "v1_agents"
 PROMPT = "You are a careful assistant. Follow the instructions and explain every step you take."
@@ -190,7 +193,7 @@ def test_a_failed_write_leaves_the_previous_file_whole(
     def crash(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("acti_store.interchange.os.replace", crash)
+    monkeypatch.setattr("acti_store.interchange.folder.os.replace", crash)
     with pytest.raises(OSError, match="No space left"):
         export_json(repo, out)
     assert files(out) == previous
@@ -413,7 +416,7 @@ def test_only_regular_files_within_the_size_limit_are_read(tmp_path: Path) -> No
     (tmp_path / "empty.json").write_bytes(b"")
     os.mkfifo(tmp_path / "fifo.json")
     (tmp_path / "directory.json").mkdir()
-    with _Folder(tmp_path) as folder:
+    with Folder(tmp_path) as folder:
         assert folder.read("fits.json") == b"x" * MAX_FILE_BYTES
         assert folder.read("empty.json") == b""
         with pytest.raises(DocumentError, match=r"^larger than 8 MiB$"):
@@ -434,7 +437,7 @@ def test_a_file_is_read_to_its_end_whatever_its_size_said(tmp_path: Path, size_h
     for limit in (1, 100, 3000, 3001, 10_000):
         fd = os.open(path, os.O_RDONLY)
         try:
-            assert _read_up_to(fd, limit, size_hint) == (bytes(range(100)) * 30)[:limit]
+            assert read_up_to(fd, limit, size_hint) == (bytes(range(100)) * 30)[:limit]
         finally:
             os.close(fd)
 
@@ -560,3 +563,53 @@ def test_mirror_files_for_names_both_files(tmp_path: Path) -> None:
         tmp_path.resolve() / "x.json",
         tmp_path.resolve() / "x_history.json",
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Without fcntl (Windows): the package imports, folders refuse clearly
+# --------------------------------------------------------------------------------------------------
+
+WITHOUT_FCNTL = """
+import json, logging, sys
+sys.modules["fcntl"] = None  # ``import fcntl`` now raises ImportError, as on Windows
+import acti_store
+from acti_store import AgentStoreError, export_json, import_json, open_repository
+
+logging.basicConfig(format="%(levelname)s %(message)s")
+database, mirror, source, target = sys.argv[1:]
+repo = open_repository(f"sqlite:///{database}", export_dir=mirror)
+report = import_json(repo, source)
+try:
+    export_json(repo, target)
+    refusal = None
+except AgentStoreError as exc:
+    refusal = str(exc)
+print(json.dumps({"imported": report.imported, "refusal": refusal}))
+"""
+
+
+def test_the_package_imports_without_fcntl_and_folder_writes_refuse_clearly(
+    tmp_path: Path,
+) -> None:
+    """``import acti_store`` works where ``fcntl`` does not exist; reading a folder needs no lock,
+    exporting says it needs POSIX, and the mirror logs that instead of failing the write."""
+    arguments = ["store.db", "mirror", str(V1_DIR), "export"]
+    out = subprocess.run(
+        [sys.executable, "-c", WITHOUT_FCNTL, *arguments],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(out.stdout)
+    assert sorted(result["imported"]) == [
+        "appointment_scheduler",
+        "lead_qualifier",
+        "research_assistant",
+    ]
+    assert result["refusal"] == NEEDS_POSIX
+    assert out.stderr.splitlines() == [
+        f"WARNING acti_store mirror {(tmp_path / 'mirror').resolve()} not updated: {NEEDS_POSIX}"
+    ]
+    assert list((tmp_path / "export").iterdir()) == []
+    assert list((tmp_path / "mirror").iterdir()) == []
