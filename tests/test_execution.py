@@ -582,6 +582,31 @@ async def test_task_and_timeout_outside_the_contract_are_refused(
     assert repo.get_history("lead_qualifier").executions == []
 
 
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 300.5, 0.999])
+def test_a_timeout_that_is_not_a_number_within_the_range_is_refused_before_running(
+    repo: SqlAgentRepository, timeout: float
+) -> None:
+    agent = make_agent(repo, [])
+    model = scripted(AIMessage("never"))
+    with pytest.raises(ValueError, match="timeout"):
+        AgentRunner(repo, model=model).run_sync(agent, "Go", timeout=timeout)
+    assert model.calls == []
+    assert repo.get_history("lead_qualifier").executions == []
+
+
+@pytest.mark.parametrize("timeout", [None, 300, 1])
+def test_the_bounds_of_the_timeout_and_none_for_the_default_are_accepted(
+    repo: SqlAgentRepository, timeout: float | None
+) -> None:
+    agent = make_agent(repo, [])
+    report = AgentRunner(repo, model=scripted(AIMessage("in time"))).run_sync(
+        agent, "Go", timeout=timeout
+    )
+    # A run that started is recorded (success, or a timeout on a machine slower than 1 second).
+    assert report.record is not None
+    assert repo.get_history("lead_qualifier").executions == [report.record]
+
+
 # --------------------------------------------------------------------------------------------------
 # acti-store run
 # --------------------------------------------------------------------------------------------------

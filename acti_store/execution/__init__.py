@@ -19,12 +19,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .catalog import DEFAULT_CATEGORIES, ENV_CONFIG, CategorySpec, McpCatalog, McpCatalogError
+from .redaction import MODEL_API_KEYS
 from .results import ExecutionResult, RunReport, ToolCallRecord, Unavailable
 
 if TYPE_CHECKING:
-    from .runner import MODEL_API_KEYS, AgentRunner, ModelFactory
+    from .runner import AgentRunner, ModelFactory
 
-_RUNNER_NAMES = ("MODEL_API_KEYS", "AgentRunner", "ModelFactory")
+_RUNNER_NAMES = ("AgentRunner", "ModelFactory")
 
 
 def __getattr__(name: str) -> Any:

@@ -21,12 +21,10 @@ EXECUTION_ERROR: Final = "execution_error"
 MODEL_ERROR: Final = "model_error"
 
 # The error categories of the contract's table, as recorded in ``ExecutionRecord.error_type``.
-MCP_CREDENTIAL_ERROR: Final = "MCPCredentialError"
 MCP_CONNECTION_ERROR: Final = "MCPConnectionError"
 MCP_TIMEOUT_ERROR: Final = "MCPTimeoutError"
 EXECUTION_TIMEOUT: Final = "ExecutionTimeout"
 EXECUTION_ERROR_NAME: Final = "ExecutionError"
-MODEL_CREDENTIAL_ERROR: Final = "ModelCredentialError"
 
 UnavailableKind = Literal["credentials", "not_configured", "connection", "timeout"]
 
@@ -89,3 +87,10 @@ class RunReport:
     @property
     def success(self) -> bool:
         return self.result.success
+
+
+def describe_error(exc: BaseException) -> str:
+    """The message of ``exc``, looking through exception groups to the first real error."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return str(exc).strip() or type(exc).__name__

@@ -16,6 +16,9 @@ The flow is the contract's ("Behavior Flow" of ``execute_created_agent``):
 Every run that gets past step 3 is recorded in the agent's history, which moves its counters.
 Credentials reach only their own category's server, and their values are scrubbed from every text,
 artifact, history record and log line.
+
+The parts a run uses live beside this module: ``redaction`` (the ``Scrubber``), ``servers`` (the
+``ServerPool``), ``gate`` (the ``ToolGate`` middleware), ``texts`` and ``results``.
 """
 
 from __future__ import annotations
@@ -24,42 +27,25 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from types import TracebackType
-from typing import Any, Final, TextIO, cast
+from typing import Any, Final
 
 from deepagents import create_deep_agent
-from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
-from langchain_mcp_adapters.sessions import Connection, create_session
-from langchain_mcp_adapters.tools import load_mcp_tools
-from langgraph.errors import GraphBubbleUp
-from langgraph.types import Command
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from ..errors import AgentStoreError
-from ..models import (
-    DEFAULT_MODEL,
-    TASK_MAX_LENGTH,
-    TASK_MIN_LENGTH,
-    TIMEOUT_DEFAULT,
-    TIMEOUT_MAX,
-    TIMEOUT_MIN,
-    Agent,
-    ExecutionRecord,
-)
+from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, ExecutionRecord, ExecutionRequest
 from ..repository import AgentRepository
 from . import texts
 from .catalog import CategorySpec, McpCatalog
+from .gate import ToolGate
+from .redaction import MODEL_API_KEYS, REDACTED, Scrubber, model_key_values
 from .results import (
     EXECUTION_ERROR,
     EXECUTION_ERROR_NAME,
@@ -71,9 +57,10 @@ from .results import (
     TIMEOUT,
     ExecutionResult,
     RunReport,
-    ToolCallRecord,
     Unavailable,
+    describe_error,
 )
+from .servers import ServerPool
 
 logger = logging.getLogger(__name__)
 
@@ -83,275 +70,6 @@ ModelFactory = Callable[[str], BaseChatModel]
 #: CONNECT_TIMEOUT_MAX seconds, so that a hanging server still leaves time to run in degraded mode.
 CONNECT_TIMEOUT_SHARE: Final = 0.5
 CONNECT_TIMEOUT_MAX: Final = 30.0
-#: How long stopping the servers may take before their tasks are cancelled.
-SHUTDOWN_GRACE: Final = 5.0
-#: Secret values shorter than this are not scrubbed: they would mangle ordinary text.
-SECRET_MIN_LENGTH: Final = 6
-REDACTED: Final = "[redacted]"
-#: How many characters of a server's stderr an MCP error text quotes.
-STDERR_TAIL: Final = 300
-#: How much of a tool's result the structured trace keeps.
-TOOL_RESULT_MAX: Final = 2000
-
-#: Provider (the part of the model string before ``:``) -> the API key variable(s) it reads;
-#: one of them must be set. Providers not listed (local or cloud-credential ones) are not checked.
-MODEL_API_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "openai": ("OPENAI_API_KEY",),
-    "azure_openai": ("AZURE_OPENAI_API_KEY",),
-    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
-    "groq": ("GROQ_API_KEY",),
-    "mistralai": ("MISTRAL_API_KEY",),
-    "cohere": ("COHERE_API_KEY",),
-    "fireworks": ("FIREWORKS_API_KEY",),
-    "together": ("TOGETHER_API_KEY",),
-    "xai": ("XAI_API_KEY",),
-    "deepseek": ("DEEPSEEK_API_KEY",),
-    "perplexity": ("PPLX_API_KEY",),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "nvidia": ("NVIDIA_API_KEY",),
-}
-
-
-# --------------------------------------------------------------------------------------------------
-# Secrets
-# --------------------------------------------------------------------------------------------------
-
-
-class Scrubber:
-    """Replaces known secret values in text (and in strings nested in lists and dicts)."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        unique = {s for s in secrets if len(s) >= SECRET_MIN_LENGTH}
-        self._secrets = sorted(unique, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
-
-    def value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, list):
-            return [self.value(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self.value(item) for key, item in value.items()}
-        return value
-
-
-def _describe(exc: BaseException) -> str:
-    """The message of ``exc``, looking through exception groups to the first real error."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return str(exc).strip() or type(exc).__name__
-
-
-# --------------------------------------------------------------------------------------------------
-# MCP servers: one session each, held by its own task for the whole run
-# --------------------------------------------------------------------------------------------------
-
-
-class ServerFailed(Exception):
-    """An MCP server could not be connected to; the message says why (scrub before showing)."""
-
-
-@asynccontextmanager
-async def _open_session(connection: Mapping[str, Any], errlog: TextIO) -> AsyncIterator[Any]:
-    """An initialised MCP ``ClientSession``. A stdio server's stderr goes to ``errlog``."""
-    if connection["transport"] == "stdio":
-        params = StdioServerParameters(
-            command=connection["command"],
-            args=list(connection.get("args", [])),
-            env=connection.get("env"),
-            cwd=connection.get("cwd"),
-            encoding=connection.get("encoding", "utf-8"),
-            encoding_error_handler=connection.get("encoding_error_handler", "strict"),
-        )
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, **(connection.get("session_kwargs") or {})) as session,
-        ):
-            await session.initialize()
-            yield session
-    else:
-        async with create_session(cast(Connection, dict(connection))) as session:
-            await session.initialize()
-            yield session
-
-
-def _stderr_tail(errlog: TextIO) -> str:
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return ""
-    tail = " | ".join(lines[-5:])
-    return tail if len(tail) <= STDERR_TAIL else "..." + tail[-STDERR_TAIL:]
-
-
-class ServerPool:
-    """Starts MCP servers in parallel; each session lives in its own task until ``close``."""
-
-    def __init__(self) -> None:
-        self._closing = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-
-    async def __aenter__(self) -> ServerPool:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    async def start(
-        self, connections: Mapping[str, Mapping[str, Any]], timeout: float
-    ) -> tuple[dict[str, list[BaseTool]], dict[str, BaseException]]:
-        """Connect to every server within ``timeout`` seconds.
-
-        Returns the tools of each server that answered, and for the others the error:
-        ``ServerFailed`` (it failed to start) or ``TimeoutError`` (it did not answer in time).
-        """
-        if self._tasks:
-            raise RuntimeError("a ServerPool starts its servers once")
-        loop = asyncio.get_running_loop()
-        ready: dict[str, asyncio.Future[list[BaseTool]]] = {}
-        for name, connection in connections.items():
-            ready[name] = loop.create_future()
-            self._tasks.append(asyncio.create_task(self._hold(name, connection, ready[name])))
-        if ready:
-            await asyncio.wait(ready.values(), timeout=timeout)
-        tools: dict[str, list[BaseTool]] = {}
-        errors: dict[str, BaseException] = {}
-        for (name, future), task in zip(ready.items(), self._tasks, strict=True):
-            if not future.done():
-                future.cancel()
-                task.cancel()  # stuck connecting: stop it now, not at close
-                errors[name] = TimeoutError(f"no answer within {timeout:.1f}s")
-            elif (error := future.exception()) is not None:
-                errors[name] = error
-            else:
-                tools[name] = future.result()
-        return tools, errors
-
-    async def _hold(
-        self, name: str, connection: Mapping[str, Any], ready: asyncio.Future[list[BaseTool]]
-    ) -> None:
-        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
-            try:
-                async with _open_session(connection, errlog) as session:
-                    ready.set_result(await load_mcp_tools(session, server_name=name))
-                    await self._closing.wait()
-            except Exception as exc:
-                message = _describe(exc)
-                tail = _stderr_tail(errlog)
-                if tail:
-                    message = f"{message} - {tail}"
-                if not ready.done():
-                    ready.set_exception(ServerFailed(message))
-                else:
-                    logger.debug("MCP server %r stopped with an error", name)
-
-    async def close(self) -> None:
-        """Stop every server: close the sessions, then cancel what did not stop in time."""
-        self._closing.set()
-        if not self._tasks:
-            return
-        _, pending = await asyncio.wait(self._tasks, timeout=SHUTDOWN_GRACE)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
-
-
-# --------------------------------------------------------------------------------------------------
-# The tool gate: only the agent's tools run, every call is traced
-# --------------------------------------------------------------------------------------------------
-
-
-def _tool_message(outcome: ToolMessage | Command[Any]) -> ToolMessage | None:
-    if isinstance(outcome, ToolMessage):
-        return outcome
-    update = outcome.update if isinstance(outcome.update, dict) else {}
-    messages = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
-    return messages[-1] if messages else None
-
-
-class ToolGate(AgentMiddleware[Any, Any, Any]):
-    """Refuses calls to tools the agent was not given, and records every call for the trace.
-
-    Tool errors become error results the model can react to (never a crash of the run), and known
-    secret values are scrubbed from what tools return before the model sees it.
-    """
-
-    def __init__(self, agent_name: str, categories: Mapping[str, str], scrub: Scrubber) -> None:
-        super().__init__()
-        self._agent_name = agent_name
-        self._categories = categories
-        self._scrub = scrub
-        self.calls: list[ToolCallRecord] = []
-        self.used: list[str] = []
-
-    async def awrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
-    ) -> ToolMessage | Command[Any]:
-        call = request.tool_call
-        name = call["name"]
-        record = ToolCallRecord(tool_name=name, arguments=self._scrub.value(dict(call["args"])))
-        self.calls.append(record)
-        if request.tool is None:
-            enabled = ", ".join(sorted(self._categories)) or "none"
-            logger.warning(
-                "refused call to tool %r: not enabled for agent %r (enabled: %s)",
-                self._scrub(name),
-                self._agent_name,
-                enabled,
-            )
-            record.error = texts.TOOL_NOT_ENABLED.format(
-                tool=name, name=self._agent_name, enabled=enabled
-            )
-            return ToolMessage(record.error, name=name, tool_call_id=call["id"], status="error")
-        category = self._categories.get(name)
-        if category is not None and category not in self.used:
-            self.used.append(category)
-        started = time.perf_counter()
-        try:
-            outcome = await handler(request)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            record.duration_ms = (time.perf_counter() - started) * 1000
-            record.error = self._scrub(_describe(exc))
-            return ToolMessage(
-                texts.TOOL_FAILED.format(tool=name, error=record.error),
-                name=name,
-                tool_call_id=call["id"],
-                status="error",
-            )
-        record.duration_ms = (time.perf_counter() - started) * 1000
-        message = _tool_message(outcome)
-        if message is None:
-            return outcome
-        text = self._scrub(message.text)[:TOOL_RESULT_MAX]
-        if message.status == "error":
-            record.error = text
-        else:
-            record.result = text
-        if isinstance(outcome, ToolMessage):
-            return outcome.model_copy(update={"content": self._scrub.value(outcome.content)})
-        return outcome
-
-
-# --------------------------------------------------------------------------------------------------
-# The runner
-# --------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -460,35 +178,33 @@ class AgentRunner:
     ) -> RunReport:
         """Run ``task`` with ``agent`` and its MCP tools; return the contract's report.
 
-        Raises ``ValueError`` only for a task or timeout outside the contract's ranges (callers
-        validate those first); every other problem is a report with ``success`` false.
+        Raises ``ValueError`` (pydantic's ``ValidationError``) only for arguments outside the
+        contract's ranges, checked by ``ExecutionRequest`` (callers validate those first); every
+        other problem is a report with ``success`` false.
         """
-        timeout = TIMEOUT_DEFAULT if timeout is None else float(timeout)
-        if not TIMEOUT_MIN <= timeout <= TIMEOUT_MAX:
-            raise ValueError(f"timeout must be {TIMEOUT_MIN}-{TIMEOUT_MAX} seconds, not {timeout}")
-        if not TASK_MIN_LENGTH <= len(task) <= TASK_MAX_LENGTH:
-            raise ValueError(f"task must be {TASK_MIN_LENGTH}-{TASK_MAX_LENGTH} characters")
+        request = ExecutionRequest(
+            task=task,
+            timeout=TIMEOUT_DEFAULT if timeout is None else timeout,
+            skip_unavailable_tools=skip_unavailable_tools,
+        )
         environ = dict(os.environ)
-        model_keys = [
-            environ[n] for names in MODEL_API_KEYS.values() for n in names if n in environ
-        ]
         state = _Run(
             agent=agent,
-            task=task,
-            timeout=timeout,
-            scrub=Scrubber([*self._catalog.secret_values(environ), *model_keys]),
+            task=request.task,
+            timeout=request.timeout,
+            scrub=Scrubber([*self._catalog.secret_values(environ), *model_key_values(environ)]),
             environ=environ,
             catalog=self._catalog,
             timestamp=self._repo.now(),
             connect_limit=self._connect_timeout,
         )
-        report = await self._run(state, skip_unavailable_tools)
+        report = await self._run(state, request.skip_unavailable_tools)
         if report.record is not None:
             try:
                 await asyncio.to_thread(self._repo.record_execution, agent.name, report.record)
             except AgentStoreError as exc:
                 logger.error(
-                    "run of agent %r not recorded: %s", agent.name, state.scrub(_describe(exc))
+                    "run of agent %r not recorded: %s", agent.name, state.scrub(describe_error(exc))
                 )
                 return replace(report, record=None)
         return report
@@ -546,10 +262,10 @@ class AgentRunner:
                 return self._model_error(state, problem, fix)
             return init_chat_model(agent.model)
         except ImportError as exc:
-            return self._model_error(state, _describe(exc), texts.MODEL_FIX_INSTALL)
+            return self._model_error(state, describe_error(exc), texts.MODEL_FIX_INSTALL)
         except Exception as exc:
             fix = texts.MODEL_FIX_NAME.format(example=DEFAULT_MODEL)
-            return self._model_error(state, _describe(exc), fix)
+            return self._model_error(state, describe_error(exc), fix)
 
     def _model_error(self, state: _Run, problem: str, fix: str) -> RunReport:
         agent = state.agent
@@ -586,7 +302,7 @@ class AgentRunner:
             reason = texts.REASON_TIMEOUT.format(seconds=state.connect_timeout)
             failure = Unavailable(category, "timeout", reason)
         else:
-            reason = texts.REASON_CONNECTION.format(error=state.scrub(_describe(error)))
+            reason = texts.REASON_CONNECTION.format(error=state.scrub(describe_error(error)))
             failure = Unavailable(category, "connection", reason)
         logger.warning(
             "MCP server of %r (agent %r): %s", category, state.agent.name, failure.reason
@@ -696,7 +412,7 @@ class AgentRunner:
             tool_calls=gate.calls,
             tools_used=gate.used,
             degraded_mode=bool(state.unavailable),
-            error=_describe(exc),
+            error=describe_error(exc),
             error_type=EXECUTION_ERROR,
         )
         return self._finish(
@@ -764,10 +480,12 @@ class AgentRunner:
         return RunReport(text=text, result=result, record=record)
 
 
+# The scrubber, the server pool and the tool gate stay importable from here, where they lived.
 __all__ = [
     "CONNECT_TIMEOUT_MAX",
     "CONNECT_TIMEOUT_SHARE",
     "MODEL_API_KEYS",
+    "REDACTED",
     "AgentRunner",
     "ModelFactory",
     "Scrubber",
