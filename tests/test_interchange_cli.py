@@ -11,7 +11,7 @@ import pytest
 
 from acti_store import open_repository
 from acti_store.cli import main
-from acti_store.interchange_cli import ProgressBar
+from acti_store.cli.interchange import ProgressBar
 
 V1_DIR = Path(__file__).parent / "data" / "v1_agents"
 V1_AGENTS = ["appointment_scheduler", "lead_qualifier", "research_assistant"]

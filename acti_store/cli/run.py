@@ -1,6 +1,8 @@
 """``acti-store run NAME "task"``: run a stored agent with its MCP tools and print the report.
 
-Exit status 0 when the run succeeded, 1 when it did not (the text says why).
+Exit status 0 when the run succeeded, 1 when it did not (the text says why). Running needs the
+``agents`` extra (langchain, deepagents, MCP); without it this module still imports, and the
+command prints the builder tool's "not installed" text and exits 1.
 """
 
 from __future__ import annotations
@@ -8,30 +10,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli import add_url_option, open_from_args
-from ..models import TASK_MAX_LENGTH, TASK_MIN_LENGTH, TIMEOUT_DEFAULT, TIMEOUT_MAX, TIMEOUT_MIN
-from .catalog import ENV_CONFIG
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not TIMEOUT_MIN <= value <= TIMEOUT_MAX:
-        raise argparse.ArgumentTypeError(f"must be {TIMEOUT_MIN}-{TIMEOUT_MAX} seconds")
-    return value
-
-
-def _task(text: str) -> str:
-    if not TASK_MIN_LENGTH <= len(text) <= TASK_MAX_LENGTH:
-        raise argparse.ArgumentTypeError(f"must be {TASK_MIN_LENGTH}-{TASK_MAX_LENGTH} characters")
-    return text
+from ..execution.catalog import ENV_CONFIG
+from ..models import ExecutionRequest
+from ..tools import render
+from .options import add_field_argument, add_url_option, checked_by, open_from_args
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .runner import AgentRunner  # heavy (langchain, deepagents): only when running
-
+    try:
+        from ..execution.runner import AgentRunner  # the ``agents`` extra; heavy to import
+    except ImportError as exc:
+        print(render.agents_extra_missing(args.name, exc))
+        return 1
     repo = open_from_args(args)
     try:
         runner = AgentRunner(repo, catalog=args.mcp_config)
@@ -48,7 +38,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``run`` to the ``acti-store`` command line."""
+    """Add ``run`` to the command line (always: it reports a missing extra when run)."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "run",
         help="run an agent on a task with its MCP tools",
@@ -56,14 +46,14 @@ def register(subparsers: Any) -> None:
         "the report and record the run in the agent's history.",
     )
     parser.add_argument("name", help="the agent to run")
-    parser.add_argument("task", type=_task, help="the task or message for the agent")
-    parser.add_argument(
+    add_field_argument(parser, ExecutionRequest, "task", type=checked_by(ExecutionRequest, "task"))
+    add_field_argument(
+        parser,
+        ExecutionRequest,
+        "timeout",
         "--timeout",
-        type=_timeout,
-        default=TIMEOUT_DEFAULT,
+        type=checked_by(ExecutionRequest, "timeout"),
         metavar="S",
-        help=f"seconds the run may take, {TIMEOUT_MIN:g}-{TIMEOUT_MAX:g} "
-        f"(default {TIMEOUT_DEFAULT:g})",
     )
     parser.add_argument(
         "--no-skip-unavailable",

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from .interchange import (
+from ..interchange import (
     DEFAULT_DIRECTORY,
     ImportReport,
     JsonMirror,
@@ -21,7 +21,8 @@ from .interchange import (
     import_json,
     rewrite_documents,
 )
-from .repository import SqlAgentRepository
+from ..repository import SqlAgentRepository
+from .options import add_url_option, open_from_args
 
 #: Runs with fewer items than this show no progress bar unless it is forced.
 PROGRESS_MIN_ITEMS: Final = 200
@@ -76,8 +77,6 @@ def _progress(args: argparse.Namespace, label: str) -> ProgressBar | None:
 
 
 def _open(args: argparse.Namespace) -> SqlAgentRepository:
-    from .cli import open_from_args
-
     repo = open_from_args(args)
     # Importing a folder must not rewrite that same folder through the mirror.
     if isinstance(repo.mirror, JsonMirror) and repo.mirror.directory == args.directory.resolve():
@@ -201,8 +200,6 @@ def _cmd_migrate_agents(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    from .cli import add_url_option
-
     parser.add_argument(
         "directory",
         nargs="?",
@@ -239,6 +236,7 @@ def _import_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: Any) -> None:
+    """Add export, import and migrate-agents to the command line."""
     export = subparsers.add_parser(
         "export", help="write every agent to JSON files in the outputs/agents format"
     )

@@ -1,0 +1,91 @@
+"""What the ``acti-store`` commands share: ``--url``, arguments that are model fields, exit codes.
+
+The command modules import this module and never the package ``acti_store.cli`` itself, which
+imports them: the command line has no import cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from ..bootstrap import open_repository
+from ..engine import DEFAULT_URL, ENV_URL
+from ..repository import SqlAgentRepository
+
+Command = Callable[[argparse.Namespace], int]
+"""A command: the parsed arguments in, the exit status out."""
+
+#: The exit status of a command that prints a builder tool's text, by the artifact's ``status``.
+EXIT_STATUS: Final[Mapping[str, int]] = {"success": 0, "error": 1}
+
+
+def add_url_option(parser: argparse.ArgumentParser) -> None:
+    """The ``--url`` option every command that opens the store takes."""
+    parser.add_argument(
+        "--url",
+        default=None,
+        help=f"database URL (default: ${ENV_URL}, else {DEFAULT_URL})",
+    )
+
+
+def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
+    """Open the store named by ``--url`` (or the environment)."""
+    return open_repository(args.url)
+
+
+def add_field_argument(
+    parser: argparse.ArgumentParser,
+    model: type[BaseModel],
+    field: str,
+    *flags: str,
+    **options: Any,
+) -> None:
+    """Add the argument (no ``flags``) or option that stands for ``model``'s ``field``.
+
+    The value is stored under the field's name, its default is the field's and its help is the
+    field's description (for a tool's args schema: what the model reads), so the command line and
+    the tools cannot drift apart. Without ``flags`` the argument is positional, named as the field.
+    """
+    info = model.model_fields[field]
+    if not info.is_required():
+        options.setdefault("default", info.default)
+    notes = []
+    if options.get("action") == "append":
+        notes.append("repeatable")
+    if options.get("default") not in (None, False):
+        notes.append("default: %(default)s")
+    description = (info.description or "").rstrip(".").replace("%", "%%")
+    help_text = f"{description} ({', '.join(notes)})" if notes else description
+    if flags:
+        parser.add_argument(*flags, dest=field, help=help_text, **options)
+    else:
+        parser.add_argument(field, help=help_text, **options)
+
+
+def checked_by(model: type[BaseModel], field: str) -> Callable[[str], Any]:
+    """An argparse ``type`` that checks a value with the rule of ``model``'s ``field``.
+
+    One rule for every way in: a value the model refuses is a usage error that says why (e.g.
+    ``argument --timeout: Input should be greater than or equal to 1``).
+    """
+    adapter: TypeAdapter[Any] = TypeAdapter(model.model_fields[field].rebuild_annotation())
+
+    def check(text: str) -> Any:
+        try:
+            return adapter.validate_python(text)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(
+                "; ".join(error["msg"] for error in exc.errors())
+            ) from None
+
+    return check
+
+
+def field_values(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, Any]:
+    """The parsed values that are ``model``'s fields, by field name; ``None`` is "not given"."""
+    fields = model.model_fields
+    return {key: value for key, value in vars(args).items() if key in fields and value is not None}

@@ -1,0 +1,209 @@
+"""The store's own ``acti-store`` commands: migrate, quickstart, list, show, search and history.
+
+The reading commands print the texts the builder tools give the model (one renderer for both):
+they call the tools' logic (``BuilderTools``) with the parsed options that are the tool's
+arguments, and exit 1 when the tool answers with an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, Final
+
+from pydantic import BaseModel
+
+from ..engine import make_engine, upgrade_schema
+from ..models import SORT_FIELDS, AgentConfig, ExecutionRecord
+from ..repository import SqlAgentRepository
+from ..tools.builder import BuilderTools, Result
+from ..tools.schemas import AgentNameArgs, GetAgentHistoryArgs, NoArgs, SearchAgentsArgs
+from .options import (
+    EXIT_STATUS,
+    Command,
+    add_field_argument,
+    add_url_option,
+    field_values,
+    open_from_args,
+)
+
+#: The agents ``quickstart`` creates: the contract's three examples.
+QUICKSTART_AGENTS: Final = (
+    AgentConfig(
+        name="lead_qualifier",
+        description="Qualifies inbound leads by assessing BANT criteria",
+        system_prompt="You are a professional lead qualification specialist. For every lead, "
+        "assess Budget, Authority, Need and Timeline, and recommend a priority.",
+        tools=["communication", "crm"],
+        stratum="RAI",
+        tags=["sales", "qualification", "production"],
+    ),
+    AgentConfig(
+        name="research_assistant",
+        description="Researches topics and gathers facts from the web",
+        system_prompt="You are a research assistant. Search the web, check facts against "
+        "several sources, and answer with a short summary and references.",
+        tools=["websearch"],
+        stratum="RTI",
+        tags=["research"],
+    ),
+    AgentConfig(
+        name="appointment_scheduler",
+        description="Schedules appointments and manages calendar availability",
+        system_prompt="You are a scheduling assistant. Find free slots, propose times, book "
+        "meetings and confirm them with every attendee by message.",
+        tools=["calendar", "communication"],
+        stratum="ZACS",
+        tags=["scheduling", "experimental"],
+    ),
+)
+#: (agent, task, result summary, success, seconds) of the runs ``quickstart`` records.
+QUICKSTART_RUNS: Final = (
+    (
+        "lead_qualifier",
+        "Qualify lead: Jane from StartupXYZ",
+        "Lead qualified as MEDIUM priority",
+        True,
+        2.8,
+    ),
+    ("lead_qualifier", "Qualify this lead: [corrupted data]", "Invalid input format", False, 1.2),
+    (
+        "lead_qualifier",
+        "Qualify this lead: John from Acme Corp, $50k budget",
+        "Lead qualified as HIGH priority - meets BANT criteria",
+        True,
+        3.2,
+    ),
+    (
+        "research_assistant",
+        "Summarize the key points of machine learning",
+        "Summarised supervised, unsupervised and reinforcement learning",
+        True,
+        1.8,
+    ),
+)
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    engine = make_engine(args.url)
+    try:
+        upgrade_schema(engine)
+    finally:
+        engine.dispose()
+    print("Schema is at the latest revision.")
+    return 0
+
+
+def _printing(tool: Callable[..., Result], schema: type[BaseModel]) -> Command:
+    """The command that prints what ``tool`` (a ``BuilderTools`` method) answers.
+
+    The tool gets the parsed options that are fields of its args ``schema``, by name.
+    """
+
+    def command(args: argparse.Namespace) -> int:
+        repo = open_from_args(args)
+        try:
+            text, artifact = tool(BuilderTools(lambda: repo), **field_values(args, schema))
+        finally:
+            repo.close()
+        print(text)
+        return EXIT_STATUS[artifact["status"]]
+
+    return command
+
+
+def _cmd_quickstart(args: argparse.Namespace) -> int:
+    repo = open_from_args(args)
+    try:
+        print(f"Store: {repo.location}\n")
+        fresh = [c for c in QUICKSTART_AGENTS if not repo.exists(c.name)]
+        for config in fresh:
+            repo.create(config)
+            print(f"created {config.name}")
+        if fresh:
+            _record_quickstart_runs(repo)
+            print(f"recorded {len(QUICKSTART_RUNS)} executions\n")
+        else:
+            print("the example agents exist already: nothing created\n")
+        tools = BuilderTools(lambda: repo)
+        for text, _ in (
+            tools.list_created_agents(),
+            tools.search_agents(query="lead", tools=["crm"], sort_by="execution_count"),
+            tools.get_agent_history(name="lead_qualifier", limit=3),
+        ):
+            print(text)
+            print()
+    finally:
+        repo.close()
+    return 0
+
+
+def _record_quickstart_runs(repo: SqlAgentRepository) -> None:
+    start = repo.now() - timedelta(minutes=len(QUICKSTART_RUNS))
+    for i, (name, task, summary, success, seconds) in enumerate(QUICKSTART_RUNS):
+        repo.record_execution(
+            name,
+            ExecutionRecord(
+                timestamp=start + timedelta(minutes=i),
+                task=task,
+                result_summary=summary,
+                success=success,
+                duration_seconds=seconds,
+                tool_calls_count=1 if success else 0,
+                error_type=None if success else "ExecutionError",
+            ),
+        )
+
+
+def register(subparsers: Any) -> None:
+    """Add migrate, quickstart, list, show, search and history to the command line."""
+    migrate = subparsers.add_parser(
+        "migrate", help="bring the database schema to the latest revision"
+    )
+    add_url_option(migrate)
+    migrate.set_defaults(func=_cmd_migrate)
+
+    quickstart = subparsers.add_parser(
+        "quickstart", help="create example agents, record runs, search and print (idempotent)"
+    )
+    add_url_option(quickstart)
+    quickstart.set_defaults(func=_cmd_quickstart)
+
+    listing = subparsers.add_parser("list", help="list every agent, grouped by stratum")
+    add_url_option(listing)
+    listing.set_defaults(func=_printing(BuilderTools.list_created_agents, NoArgs))
+
+    show = subparsers.add_parser("show", help="show one agent's configuration")
+    add_field_argument(show, AgentNameArgs, "name")
+    add_url_option(show)
+    show.set_defaults(func=_printing(BuilderTools.get_agent_config, AgentNameArgs))
+
+    search = subparsers.add_parser("search", help="search agents (filters combine with AND)")
+    _search_options(search)
+    add_url_option(search)
+    search.set_defaults(func=_printing(BuilderTools.search_agents, SearchAgentsArgs))
+
+    history = subparsers.add_parser("history", help="show an agent's execution history")
+    add_field_argument(history, GetAgentHistoryArgs, "name")
+    add_field_argument(history, GetAgentHistoryArgs, "limit", "--limit", type=int, metavar="N")
+    add_field_argument(
+        history, GetAgentHistoryArgs, "include_errors_only", "--errors-only", action="store_true"
+    )
+    add_url_option(history)
+    history.set_defaults(func=_printing(BuilderTools.get_agent_history, GetAgentHistoryArgs))
+
+
+def _search_options(parser: argparse.ArgumentParser) -> None:
+    def field(name: str, *flags: str, **options: Any) -> None:
+        add_field_argument(parser, SearchAgentsArgs, name, *flags, **options)
+
+    field("query", nargs="?")
+    field("stratum", "--stratum", metavar="STRATUM")
+    field("tools", "--tool", action="append", metavar="CATEGORY")
+    field("tags", "--tag", action="append", metavar="TAG")
+    field("created_after", "--created-after", metavar="DATE")
+    field("created_before", "--created-before", metavar="DATE")
+    field("min_executions", "--min-executions", type=int, metavar="N")
+    field("sort_by", "--sort-by", choices=SORT_FIELDS)
+    field("limit", "--limit", type=int, metavar="N")
