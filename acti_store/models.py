@@ -59,11 +59,13 @@ TAG_PATTERN: Final = re.compile(r"^[a-z][a-z0-9-]*$")
 TAG_MIN_LENGTH: Final = 2
 TAG_MAX_LENGTH: Final = 32
 MAX_TAGS: Final = 10
+#: Tags with a special meaning, from in use to retired (the builder's prompt lists them so);
+#: ``sorted(RESERVED_TAGS)`` is the contract's table order (the tool description lists them so).
 RESERVED_TAGS: Final[Mapping[str, str]] = {
-    "deprecated": "Agent is no longer recommended for use",
-    "experimental": "Agent is in testing phase",
     "production": "Agent is approved for production use",
+    "experimental": "Agent is in testing phase",
     "template": "Agent serves as a template for cloning",
+    "deprecated": "Agent is no longer recommended for use",
 }
 
 HISTORY_MAX_RECORDS: Final = 50
