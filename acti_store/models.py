@@ -59,8 +59,7 @@ TAG_PATTERN: Final = re.compile(r"^[a-z][a-z0-9-]*$")
 TAG_MIN_LENGTH: Final = 2
 TAG_MAX_LENGTH: Final = 32
 MAX_TAGS: Final = 10
-#: Tags with a special meaning, from in use to retired (the builder's prompt lists them so);
-#: ``sorted(RESERVED_TAGS)`` is the contract's table order (the tool description lists them so).
+#: Tags with a special meaning, from in use to retired; sorted, the contract's table order.
 RESERVED_TAGS: Final[Mapping[str, str]] = {
     "production": "Agent is approved for production use",
     "experimental": "Agent is in testing phase",

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from ..models import (
@@ -106,7 +106,15 @@ def _tool_list() -> str:
 
 
 _TOOL_LIST: Final = _tool_list()
-_RESERVED_TAGS: Final = f"{', '.join(list(RESERVED_TAGS)[:-1])} and {list(RESERVED_TAGS)[-1]}"
+
+
+def _spoken(words: Sequence[str]) -> str:
+    """``a, b and c``."""
+    return f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+#: The reserved tags in ``RESERVED_TAGS``'s own order (from in use to retired).
+_RESERVED_TAGS: Final = _spoken(list(RESERVED_TAGS))
 
 BUILDER_SYSTEM_PROMPT: Final = f"""You are the ACTi Agent Builder. You design, create, test and \
 maintain AI agent configurations for the user with the tools below. Every agent you create is \
