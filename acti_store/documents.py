@@ -30,6 +30,7 @@ from .models import (
     ExecutionRecord,
     is_valid_name,
 )
+from .validation import field_errors
 
 
 def format_timestamp(value: datetime) -> str:
@@ -107,6 +108,8 @@ _V2_METADATA_FIELDS: Final = (
 )
 #: How many validation errors a reason lists before "(+N more)".
 _MAX_REPORTED_ERRORS: Final = 3
+#: The model's field names a document spells differently.
+_DOCUMENT_NAMES: Final = {"metadata": "_metadata"}
 
 
 #: A JSON escape of a surrogate (``\uD800`` to ``\uDFFF``): paired, it spells one character; alone,
@@ -188,20 +191,12 @@ def is_v1_document(document: Mapping[str, Any]) -> bool:
     )
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            part = "_metadata" if part == "metadata" and not text else part
-            text += f".{part}" if text else part
-    return text
-
-
 def describe_validation_error(error: ValidationError) -> str:
     """One line per problem, ``field.path: message``, the first few only."""
-    problems = [f"{_location(e['loc']) or 'document'}: {e['msg']}" for e in error.errors()]
+    problems = [
+        f"{e.field}: {e.message}"
+        for e in field_errors(error, top_level="document", aliases=_DOCUMENT_NAMES)
+    ]
     reason = "; ".join(problems[:_MAX_REPORTED_ERRORS])
     if len(problems) > _MAX_REPORTED_ERRORS:
         reason += f" (+{len(problems) - _MAX_REPORTED_ERRORS} more)"

@@ -59,11 +59,12 @@ TAG_PATTERN: Final = re.compile(r"^[a-z][a-z0-9-]*$")
 TAG_MIN_LENGTH: Final = 2
 TAG_MAX_LENGTH: Final = 32
 MAX_TAGS: Final = 10
+#: Tags with a special meaning, from in use to retired; sorted, the contract's table order.
 RESERVED_TAGS: Final[Mapping[str, str]] = {
-    "deprecated": "Agent is no longer recommended for use",
-    "experimental": "Agent is in testing phase",
     "production": "Agent is approved for production use",
+    "experimental": "Agent is in testing phase",
     "template": "Agent serves as a template for cloning",
+    "deprecated": "Agent is no longer recommended for use",
 }
 
 HISTORY_MAX_RECORDS: Final = 50

@@ -15,7 +15,7 @@ from langgraph.types import Command
 from acti_store import SqlAgentRepository
 from acti_store.testing import ScriptedChatModel, calls, tool_call
 from acti_store.tools import BUILDER_SYSTEM_PROMPT, BUILDER_TOOLS, create_builder_agent
-from acti_store.tools.builder import default_repository
+from acti_store.tools.defaults import default_repository
 
 THREAD = {"configurable": {"thread_id": "session-1"}}
 PROMPT = make_config().system_prompt

@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 from acti_store import SqlAgentRepository
 from acti_store.testing import ScriptedChatModel
 from acti_store.tools import ASYNC_TOOLS, BUILDER_TOOLS, make_builder_tools
-from acti_store.tools.builder import default_repository
+from acti_store.tools.defaults import default_repository
 
 #: The heartbeat ticks every ``TICK`` seconds. A blocked loop does not tick at all while the tools
 #: run (see the control test: one pause as long as the whole run). The tools' worker threads share

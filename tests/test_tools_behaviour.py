@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from conftest import FakeClock, make_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -540,6 +541,56 @@ def test_clone_overrides_are_validated_first(
         "  - tags: 'Not A Tag' is not a valid tag"
     )
     assert text.endswith("No agent was created. Please fix the issues and try again.")
+    assert not repo.exists("lead_copy")
+
+
+def break_stored_system_prompt(repo: SqlAgentRepository, name: str) -> None:
+    """Store a value today's rules refuse, as a row written by hand or by an older release."""
+    with repo.engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE agents SET system_prompt = :prompt WHERE name = :name"),
+            {"prompt": "Too short.", "name": name},
+        )
+
+
+def test_update_names_a_stored_value_that_breaks_a_rule(
+    repo: SqlAgentRepository, tools: dict[str, BaseTool]
+) -> None:
+    """The merged configuration is validated: a stored value that breaks a rule is reported as a
+    validation error of that field (never raised), and fixing it in the same update works."""
+    repo.create(make_config())
+    break_stored_system_prompt(repo, "lead_qualifier")
+    text, artifact = call(tools["update_agent_config"], name="lead_qualifier", tags=["sales"])
+    assert text == (
+        "ERROR: Update validation failed for agent 'lead_qualifier'.\n\nValidation errors:\n"
+        "  - system_prompt: String should have at least 50 characters\n\n"
+        "The agent was NOT modified. Please fix the issues and try again."
+    )
+    assert artifact["error"] == "validation"
+    assert artifact["errors"] == [
+        {"field": "system_prompt", "message": "String should have at least 50 characters"}
+    ]
+    assert repo.get("lead_qualifier").metadata.version == 1
+    prompt = make_config().system_prompt
+    text = text_of(
+        tools["update_agent_config"], name="lead_qualifier", system_prompt=prompt, tags=["sales"]
+    )
+    assert text.startswith("SUCCESS: Agent 'lead_qualifier' updated (v1 -> v2).")
+
+
+def test_clone_names_a_stored_value_that_breaks_a_rule(
+    repo: SqlAgentRepository, tools: dict[str, BaseTool]
+) -> None:
+    repo.create(make_config())
+    break_stored_system_prompt(repo, "lead_qualifier")
+    text, artifact = call(
+        tools["clone_agent_config"], source_name="lead_qualifier", new_name="lead_copy"
+    )
+    assert text.startswith(
+        "ERROR: Cannot clone 'lead_qualifier' to 'lead_copy' - validation failed.\n\n"
+        "Validation errors:\n  - system_prompt: String should have at least 50 characters\n"
+    )
+    assert artifact["error"] == "validation"
     assert not repo.exists("lead_copy")
 
 

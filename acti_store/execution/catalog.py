@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from ..errors import AgentStoreError
 from ..models import TOOL_CATEGORIES
+from ..validation import field_errors
 
 ENV_CONFIG: Final = "ACTI_STORE_MCP_CONFIG"
 #: Variables every stdio server gets besides its category's own.
@@ -245,8 +246,8 @@ class _CatalogFile(BaseModel):
 
 def _validation_problems(exc: ValidationError) -> str:
     return "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
-        for error in exc.errors()
+        f"{e.field}: {e.message}"
+        for e in field_errors(exc, top_level="(top level)", bracket_indexes=False)
     )
 
 

@@ -5,7 +5,8 @@ opened on first use); ``make_builder_tools(repo)`` binds the same ten tools to a
 """
 
 from .agent import BUILDER_SYSTEM_PROMPT, create_builder_agent
-from .builder import ASYNC_TOOLS, BUILDER_TOOLS, make_builder_tools
+from .defaults import ASYNC_TOOLS, BUILDER_TOOLS
+from .specs import make_builder_tools
 
 __all__ = [
     "ASYNC_TOOLS",

@@ -6,20 +6,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from ..models import (
     DESCRIPTION_MAX_LENGTH,
     DESCRIPTION_MIN_LENGTH,
     HISTORY_MAX_RECORDS,
     MAX_TAGS,
-    STRATA,
+    RESERVED_TAGS,
     SYSTEM_PROMPT_MIN_LENGTH,
     TOOL_CATEGORIES,
 )
 from ..repository import AgentRepository
-from .builder import BUILDER_TOOLS, make_builder_tools
+from .defaults import BUILDER_TOOLS
+from .specs import SPECS_BY_NAME, ToolSpec, make_builder_tools
+from .texts import STRATA_LINES
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
@@ -28,7 +30,91 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.types import Checkpointer
 
-_STRATA: Final = "\n".join(f"  - {code}: {meaning}" for code, meaning in STRATA.items())
+
+class _Entry(NamedTuple):
+    tool: str
+    purpose: str
+    #: Show only the required parameters, then "..." (the optional ones are many and alike).
+    brief: bool = False
+
+
+#: The prompt's list of the tools, in groups; each tool's parameters come from its args schema.
+_TOOL_GROUPS: Final[tuple[tuple[str, tuple[_Entry, ...]], ...]] = (
+    (
+        "Discovery",
+        (
+            _Entry(
+                "list_available_tools",
+                "tool categories and the stratum reference. Use it before designing.",
+            ),
+            _Entry("list_created_agents", "every saved agent, grouped by stratum."),
+            _Entry("search_agents", "find agents; all filters combine with AND."),
+        ),
+    ),
+    (
+        "Core CRUD",
+        (
+            _Entry("create_agent_config", "save a new agent (version 1)."),
+            _Entry(
+                "get_agent_config",
+                "the full configuration, with its metadata and execution counts.",
+            ),
+            _Entry(
+                "update_agent_config",
+                "change only the fields you pass; a list you pass replaces the whole list. The "
+                "version goes up by one.",
+                brief=True,
+            ),
+            _Entry(
+                "clone_agent_config",
+                "copy an agent with fresh metadata, to make a variation.",
+            ),
+            _Entry("delete_agent_config", "two steps, see the rules below."),
+        ),
+    ),
+    (
+        "Execution",
+        (
+            _Entry(
+                "execute_created_agent",
+                "run an agent on a task with its MCP tools and get its response, duration and "
+                "tool calls.",
+            ),
+            _Entry(
+                "get_agent_history",
+                f"recent runs and statistics (the last {HISTORY_MAX_RECORDS} runs are kept).",
+            ),
+        ),
+    ),
+)
+
+
+def _call(spec: ToolSpec, *, brief: bool) -> str:
+    """``search_agents(query, stratum, ...)``: the tool with its parameters' names."""
+    parameters = (*spec.required, "...") if brief else spec.parameters
+    return f"{spec.name}({', '.join(parameters)})"
+
+
+def _tool_list() -> str:
+    lines: list[str] = []
+    for heading, entries in _TOOL_GROUPS:
+        lines.append(f"{heading}:")
+        lines += (
+            f"  - {_call(SPECS_BY_NAME[e.tool], brief=e.brief)}: {e.purpose}" for e in entries
+        )
+    return "\n".join(lines)
+
+
+_TOOL_LIST: Final = _tool_list()
+
+
+def _spoken(words: Sequence[str]) -> str:
+    """``a, b and c``."""
+    return f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+#: The reserved tags in ``RESERVED_TAGS``'s own order (from in use to retired).
+_RESERVED_TAGS: Final = _spoken(list(RESERVED_TAGS))
 
 BUILDER_SYSTEM_PROMPT: Final = f"""You are the ACTi Agent Builder. You design, create, test and \
 maintain AI agent configurations for the user with the tools below. Every agent you create is \
@@ -36,32 +122,14 @@ saved in the agent store and can be run right away with real MCP tools.
 
 ## ACTi strata
 Classify every agent in the one stratum that matches its job:
-{_STRATA}
+{STRATA_LINES}
 
 ## Tool categories an agent can use
 {", ".join(TOOL_CATEGORIES)}. Call list_available_tools() for what each one does and which strata \
 it suits. Give an agent only the categories its job needs.
 
 ## Your tools
-Discovery:
-  - list_available_tools(): tool categories and the stratum reference. Use it before designing.
-  - list_created_agents(): every saved agent, grouped by stratum.
-  - search_agents(query, stratum, tools, tags, created_after, created_before, min_executions, \
-sort_by, limit): find agents; all filters combine with AND.
-Core CRUD:
-  - create_agent_config(name, description, system_prompt, tools, model, stratum, tags): save a \
-new agent (version 1).
-  - get_agent_config(name): the full configuration, with its metadata and execution counts.
-  - update_agent_config(name, ...): change only the fields you pass; a list you pass replaces the \
-whole list. The version goes up by one.
-  - clone_agent_config(source_name, new_name, description, tags): copy an agent with fresh \
-metadata, to make a variation.
-  - delete_agent_config(name, confirm, delete_history): two steps, see the rules below.
-Execution:
-  - execute_created_agent(agent_name, task, timeout, skip_unavailable_tools): run an agent on a \
-task with its MCP tools and get its response, duration and tool calls.
-  - get_agent_history(name, limit, include_errors_only): recent runs and statistics (the last \
-{HISTORY_MAX_RECORDS} runs are kept).
+{_TOOL_LIST}
 
 ## How to work: create -> test -> review
 1. Understand the need: the agent's job, its users, the outcome expected. Ask the user when \
@@ -72,8 +140,7 @@ clone_agent_config() a close match instead of starting over.
 system prompt (at least {SYSTEM_PROMPT_MIN_LENGTH} characters): role, goals, step-by-step \
 process, tone, what to do when information is missing, guardrails, output format. Choose a \
 snake_case name, a {DESCRIPTION_MIN_LENGTH}-{DESCRIPTION_MAX_LENGTH} character description and \
-up to {MAX_TAGS} lowercase tags (production, experimental, template and deprecated have special \
-meanings).
+up to {MAX_TAGS} lowercase tags ({_RESERVED_TAGS} have special meanings).
 4. Create it with create_agent_config().
 5. Test it with execute_created_agent() on a realistic task. Read the response and the tool calls.
 6. Review: get_agent_config(), and get_agent_history(name, include_errors_only=True) when runs \

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from .. import validation
 from ..documents import agent_document, dumps
 from ..errors import VersionConflictError
 from ..models import (
@@ -27,6 +28,7 @@ from ..models import (
     as_utc,
     truncate,
 )
+from ..validation import FieldError
 from . import texts
 
 # --------------------------------------------------------------------------------------------------
@@ -92,28 +94,11 @@ def _calls(count: int) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-class FieldError(NamedTuple):
-    """One problem with one argument, as the texts list it."""
-
-    field: str
-    message: str
-
-
-def _location(loc: Sequence[int | str]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
-    return text or "input"
-
-
 def field_errors(error: ValidationError) -> list[FieldError]:
-    """Every problem pydantic found, field by field, with the model's own message."""
+    """Every problem pydantic found, field by field, with the model's own message (bounded)."""
     return [
-        FieldError(
-            _location(item["loc"]),
-            quoted(item["msg"], texts.ERROR_MESSAGE_LENGTH),
-        )
-        for item in error.errors(include_url=False)
+        FieldError(e.field, quoted(e.message, texts.ERROR_MESSAGE_LENGTH))
+        for e in validation.field_errors(error, top_level="input")
     ]
 
 

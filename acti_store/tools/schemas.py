@@ -22,6 +22,7 @@ from ..models import (
     MAX_TAGS,
     NAME_MAX_LENGTH,
     NAME_PATTERN,
+    RESERVED_TAGS,
     SEARCH_LIMIT_DEFAULT,
     SEARCH_LIMIT_MAX,
     SEARCH_LIMIT_MIN,
@@ -38,7 +39,11 @@ from ..models import (
     TIMEOUT_MIN,
     TOOL_CATEGORIES,
     UPDATABLE_FIELDS,
+    ExecutionRequest,
+    HistoryRequest,
+    SearchQuery,
 )
+from .texts import STRATA_LINES
 
 JsonSchema = dict[str, Any]
 
@@ -78,6 +83,20 @@ TAG_LIST: Final[JsonSchema] = {
 TEXT: Final[JsonSchema] = {"type": "string"}
 DATE: Final[JsonSchema] = {"type": "string", "description": "YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS"}
 FLAG: Final[JsonSchema] = {"type": "boolean"}
+#: The JSON schema keys of a range, in the order the schemas show them.
+_RANGE_KEYS: Final = ("type", "minLength", "maxLength", "minimum", "maximum")
+
+
+def _bounds(model: type[BaseModel], field: str) -> JsonSchema:
+    """A field's type and range as the domain model declares them (one source for both)."""
+    schema = model.model_json_schema()["properties"][field]
+    return {key: schema[key] for key in _RANGE_KEYS if key in schema}
+
+
+TASK: Final[JsonSchema] = _bounds(ExecutionRequest, "task")
+TIMEOUT: Final[JsonSchema] = _bounds(ExecutionRequest, "timeout")
+HISTORY_LIMIT: Final[JsonSchema] = _bounds(HistoryRequest, "limit")
+SEARCH_LIMIT: Final[JsonSchema] = _bounds(SearchQuery, "limit")
 
 
 class _Args(BaseModel):
@@ -122,7 +141,7 @@ class CreateAgentConfigArgs(_Args):
         default=None,
         description=f"Up to {MAX_TAGS} categorization tags, each {TAG_MIN_LENGTH}-{TAG_MAX_LENGTH}"
         " characters of lowercase letters, digits and hyphens, e.g. ['sales', 'production']. "
-        "Reserved meanings: deprecated, experimental, production, template.",
+        f"Reserved meanings: {', '.join(sorted(RESERVED_TAGS))}.",
     )
 
 
@@ -242,12 +261,7 @@ class SearchAgentsArgs(_Args):
         description="Order of the results: name (A-Z), created_at (newest first), updated_at "
         "(most recently updated first) or execution_count (most executed first).",
     )
-    limit: Annotated[
-        Any,
-        WithJsonSchema(
-            {"type": "integer", "minimum": SEARCH_LIMIT_MIN, "maximum": SEARCH_LIMIT_MAX}
-        ),
-    ] = Field(
+    limit: Annotated[Any, WithJsonSchema(SEARCH_LIMIT)] = Field(
         default=SEARCH_LIMIT_DEFAULT,
         description=f"Maximum number of results, {SEARCH_LIMIT_MIN}-{SEARCH_LIMIT_MAX}.",
     )
@@ -259,21 +273,11 @@ class ExecuteCreatedAgentArgs(_Args):
     agent_name: Annotated[Any, WithJsonSchema(NAME)] = Field(
         description="Name of the saved agent to load and run."
     )
-    task: Annotated[
-        Any,
-        WithJsonSchema(
-            {"type": "string", "minLength": TASK_MIN_LENGTH, "maxLength": TASK_MAX_LENGTH}
-        ),
-    ] = Field(
+    task: Annotated[Any, WithJsonSchema(TASK)] = Field(
         description=f"The task or message to send to the agent, {TASK_MIN_LENGTH}-"
         f"{TASK_MAX_LENGTH} characters."
     )
-    timeout: Annotated[
-        Any,
-        WithJsonSchema(
-            _nullable({"type": "number", "minimum": TIMEOUT_MIN, "maximum": TIMEOUT_MAX})
-        ),
-    ] = Field(
+    timeout: Annotated[Any, WithJsonSchema(_nullable(TIMEOUT))] = Field(
         default=None,
         description=f"Maximum execution time in seconds, {TIMEOUT_MIN}-{TIMEOUT_MAX} "
         f"(default {TIMEOUT_DEFAULT}).",
@@ -289,12 +293,10 @@ class GetAgentHistoryArgs(_Args):
     """Arguments of get_agent_history."""
 
     name: Annotated[Any, WithJsonSchema(NAME)] = Field(description="Name of the agent.")
-    limit: Annotated[
-        Any,
-        WithJsonSchema({"type": "integer", "minimum": 1, "maximum": HISTORY_MAX_RECORDS}),
-    ] = Field(
+    limit: Annotated[Any, WithJsonSchema(HISTORY_LIMIT)] = Field(
         default=HISTORY_LIMIT_DEFAULT,
-        description=f"Number of recent executions to show, 1-{HISTORY_MAX_RECORDS}.",
+        description="Number of recent executions to show, "
+        f"{HISTORY_LIMIT['minimum']}-{HISTORY_LIMIT['maximum']}.",
     )
     include_errors_only: Annotated[Any, WithJsonSchema(FLAG)] = Field(
         default=False, description="Only show failed executions."
@@ -304,8 +306,6 @@ class GetAgentHistoryArgs(_Args):
 # --------------------------------------------------------------------------------------------------
 # Tool descriptions: the model learns each tool from these
 # --------------------------------------------------------------------------------------------------
-
-_STRATA_LINES: Final = "\n".join(f"  - {code}: {meaning}" for code, meaning in STRATA.items())
 
 CREATE_AGENT_CONFIG: Final = f"""Create a new agent configuration and save it in the agent store.
 
@@ -317,7 +317,7 @@ tool categories and the stratum. The configuration is validated before anything 
   - system_prompt: at least {SYSTEM_PROMPT_MIN_LENGTH} characters; write a complete prompt
   - tools: any of {", ".join(TOOL_CATEGORIES)}
   - stratum: one of
-{_STRATA_LINES}
+{STRATA_LINES}
   - tags: at most {MAX_TAGS}, lowercase, {TAG_MIN_LENGTH}-{TAG_MAX_LENGTH} characters each
 
 Returns a SUCCESS summary with where the agent was saved, or an ERROR text listing every

@@ -40,6 +40,10 @@ def _bullets(lines: Iterable[str]) -> str:
     return "\n".join(f"  - {line}" for line in lines)
 
 
+#: The strata with their meanings, one bullet each (error texts, tool descriptions, the prompt).
+STRATA_LINES: Final = _bullets(f"{code}: {meaning}" for code, meaning in STRATA.items())
+
+
 # --------------------------------------------------------------------------------------------------
 # Shared pieces
 # --------------------------------------------------------------------------------------------------
@@ -136,7 +140,7 @@ Please fix the issues and try again."""
 INVALID_STRATUM: Final = f"""ERROR: Invalid stratum '{{value}}'.
 
 Valid stratum options:
-{_bullets(f"{code}: {meaning}" for code, meaning in STRATA.items())}
+{STRATA_LINES}
 
 Please use one of: {", ".join(STRATA)}"""
 

@@ -1,0 +1,60 @@
+"""The contract's module exports, bound to the default store: ``BUILDER_TOOLS`` and ``ASYNC_TOOLS``.
+
+The default store is ``open_repository()`` (``ACTI_STORE_URL``, else the SQLite file), opened on
+first use: importing this module opens nothing. ``default_repository.close()`` forgets it, so the
+next use opens it again (e.g. after a change of ``ACTI_STORE_URL``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Final
+
+from langchain_core.tools import BaseTool
+
+from ..bootstrap import open_repository
+from ..repository import AgentRepository
+from .builder import BuilderTools
+from .specs import AsyncVariant, async_variants, builder_tools
+
+
+class _LazyRepository:
+    """``open_repository()`` on first use (importing this module opens nothing)."""
+
+    def __init__(self) -> None:
+        self._repo: AgentRepository | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> AgentRepository:
+        with self._lock:
+            if self._repo is None:
+                self._repo = open_repository()
+            return self._repo
+
+    def close(self) -> None:
+        """Close the default store; the next use opens it again (e.g. a new ACTI_STORE_URL)."""
+        with self._lock:
+            if self._repo is not None:
+                self._repo.close()
+                self._repo = None
+
+
+default_repository: Final = _LazyRepository()
+_DEFAULT: Final = BuilderTools(default_repository)
+
+#: The ten tools of the builder agent, bound to the default store, in the contract's order.
+BUILDER_TOOLS: Final[list[BaseTool]] = builder_tools(_DEFAULT)
+
+#: The contract's async variants (for FastAPI), bound to the default store: the tool's text.
+ASYNC_TOOLS: Final[dict[str, AsyncVariant]] = async_variants(_DEFAULT)
+
+
+def __getattr__(name: str) -> AsyncVariant:
+    """The contract's names of the async variants: ``create_agent_config_async``, ..."""
+    variant = ASYNC_TOOLS.get(name.removesuffix("_async")) if name.endswith("_async") else None
+    if variant is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return variant
+
+
+__all__ = ["ASYNC_TOOLS", "BUILDER_TOOLS", "default_repository"]
