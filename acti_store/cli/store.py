@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from ..engine import make_engine, upgrade_schema
 from ..models import SORT_FIELDS, AgentConfig, ExecutionRecord
 from ..repository import SqlAgentRepository
-from ..tools.builder import BuilderTools, Result
+from ..tools.builder import BuilderTools
+from ..tools.outcomes import Result
 from ..tools.schemas import AgentNameArgs, GetAgentHistoryArgs, NoArgs, SearchAgentsArgs
 from .options import (
     EXIT_STATUS,

@@ -2,11 +2,38 @@
 
 ``BUILDER_TOOLS`` and ``ASYNC_TOOLS`` are bound to the default store (``open_repository()``,
 opened on first use); ``make_builder_tools(repo)`` binds the same ten tools to another store.
+
+The exports load on first use: the tools' logic (``builder``, ``schemas``, ``render``) works
+without importing LangChain's tool classes, so commands that never build a LangChain tool (the
+CLI's ``migrate``, ``export``, ...) do not pay for them.
 """
 
-from .agent import BUILDER_SYSTEM_PROMPT, create_builder_agent
-from .defaults import ASYNC_TOOLS, BUILDER_TOOLS
-from .specs import make_builder_tools
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from .agent import BUILDER_SYSTEM_PROMPT, create_builder_agent
+    from .defaults import ASYNC_TOOLS, BUILDER_TOOLS
+    from .specs import make_builder_tools
+
+#: Each export and the module that defines it.
+_EXPORTS: Final = {
+    "ASYNC_TOOLS": "defaults",
+    "BUILDER_SYSTEM_PROMPT": "agent",
+    "BUILDER_TOOLS": "defaults",
+    "create_builder_agent": "agent",
+    "make_builder_tools": "specs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
 
 __all__ = [
     "ASYNC_TOOLS",

@@ -1,0 +1,153 @@
+"""The shape of the package: every module small enough to read, and imports that flow one way.
+
+The import graph is read from the source with ``ast`` (no import runs), including imports inside
+functions, which could otherwise hold two modules in a cycle that only shows at run time. Imports
+under ``if TYPE_CHECKING:`` are annotations, not dependencies, and are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+PACKAGE: Final = "acti_store"
+ROOT: Final = Path(__file__).resolve().parent.parent / PACKAGE
+#: Longest module, in lines. The contract's text templates (``texts.py``) are data, not logic: the
+#: contract fixes their size, so they are the one exception.
+MAX_LINES: Final = 500
+TEMPLATE_MODULES: Final = frozenset({"acti_store/tools/texts.py"})
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            yield from (i for n in node.orelse for i in _imports_in(n))
+            continue
+        yield from _imports_in(node)
+
+
+def _imports_in(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        yield node
+    else:
+        yield from _imports(node)
+
+
+def _targets(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that ``module`` imports."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")
+            anchor = anchor[: len(anchor) - node.level + 1]
+            base = ".".join([*anchor, base] if base else anchor)
+        for alias in node.names:
+            submodule = f"{base}.{alias.name}"
+            targets.add(submodule if submodule in modules else base)
+    return {t for t in targets if t in modules and t != module}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _targets(name, path, modules) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    graph = _graph()
+    assert graph["acti_store.bootstrap"], "the walk found no imports: it is broken"
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle_held_apart_by_a_deferred_import(tmp_path: Path) -> None:
+    # The check itself: two modules that import each other, one of them inside a function.
+    package = tmp_path / PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import f\n")
+    (package / "b.py").write_text("def f():\n    from . import a\n    return a\n")
+    modules = {
+        name: package / f"{name.rpartition('.')[2]}.py" for name in (f"{PACKAGE}.a", f"{PACKAGE}.b")
+    }
+    graph = {name: _targets(name, path, modules) for name, path in modules.items()}
+    assert _cycles(graph) == [[f"{PACKAGE}.a", f"{PACKAGE}.b"]]
+
+
+def test_storage_layers_import_nothing_above_them() -> None:
+    """The engine and the repository know neither the JSON interchange, the tools nor the CLI:
+    Alembic's ``env.py`` loads the engine, and must not pull the rest of the library in."""
+    graph = _graph()
+    above = ("acti_store.interchange", "acti_store.tools", "acti_store.cli", "acti_store.execution")
+    for module, targets in graph.items():
+        if module in ("acti_store.engine", "acti_store.sqlexec", "acti_store.schema") or (
+            module.startswith("acti_store.repository")
+        ):
+            assert not [t for t in targets if t.startswith(above)], module
+
+
+def test_no_module_is_longer_than_a_reader_can_hold() -> None:
+    too_long = {
+        str(path.relative_to(ROOT.parent)): lines
+        for path in ROOT.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+        and str(path.relative_to(ROOT.parent)) not in TEMPLATE_MODULES
+    }
+    assert too_long == {}
