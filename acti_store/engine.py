@@ -19,7 +19,8 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from .errors import SchemaVersionError, StoreUnavailableError
+from .dberrors import is_sqlite_busy, unreachable
+from .errors import SchemaVersionError
 
 ENV_URL: Final = "ACTI_STORE_URL"
 DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
@@ -29,6 +30,13 @@ SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
 #: a 2 MB cache go to the operating system for every page.
 SQLITE_CACHE_KIB: Final = 16_000
+#: How SQLite begins a transaction that reads (one snapshot) and one that writes: a writer takes
+#: the write lock up front, so concurrent writers queue on the busy timeout instead of failing
+#: with "database is locked" when a read lock would have to be upgraded. Both routes that begin
+#: a transaction use these: SQLAlchemy connections (``_sqlite_begin``) and the repository's fast
+#: path on DBAPI connections.
+SQLITE_BEGIN_READ: Final = "BEGIN"
+SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
 
@@ -80,17 +88,16 @@ def _enable_wal(cursor: Any) -> None:
             cursor.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
+            if not is_sqlite_busy(exc) or time.monotonic() > deadline:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.2)
 
 
 def _sqlite_begin(conn: Connection) -> None:
-    # Writers take the write lock up front, so concurrent writers queue on busy_timeout instead
-    # of failing with "database is locked" when a read lock would have to be upgraded.
-    immediate = conn.get_execution_options().get("acti_write", False)
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    # A connection with the execution option ``acti_write`` writes (the migrations do).
+    writes = conn.get_execution_options().get("acti_write", False)
+    conn.exec_driver_sql(SQLITE_BEGIN_WRITE if writes else SQLITE_BEGIN_READ)
 
 
 def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
@@ -100,8 +107,8 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
         database = resolved.database
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        # Every use of a connection ends in an explicit COMMIT or ROLLBACK (repository._run,
-        # SQLAlchemy's own connections), so the pool need not roll back again on check-in.
+        # Every use of a connection ends in an explicit COMMIT or ROLLBACK (the repository's fast
+        # path, SQLAlchemy's own connections), so the pool need not roll back again on check-in.
         kwargs.setdefault("pool_reset_on_return", None)
         engine = create_engine(resolved, **kwargs)
         event.listen(engine, "connect", _sqlite_connect)
@@ -124,7 +131,7 @@ def upgrade_schema(engine: Engine) -> None:
         with engine.connect() as conn:
             current = set(MigrationContext.configure(conn).get_current_heads())
     except Exception as exc:  # the database cannot be reached at all
-        raise StoreUnavailableError(f"cannot open the store: {_describe(exc)}") from exc
+        raise unreachable(exc) from exc
     _refuse_unknown(script, current)
     if current == heads:
         return
@@ -148,8 +155,3 @@ def _refuse_unknown(script: ScriptDirectory, current: set[str]) -> None:
                 "acti_store does not know (it was written by a newer version). Upgrade "
                 "acti_store; nothing was written."
             )
-
-
-def _describe(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None)
-    return str(orig if orig is not None else exc).strip().splitlines()[0]

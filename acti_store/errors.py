@@ -1,8 +1,8 @@
 """The one exception tree of acti_store.
 
 Everything the library raises on purpose derives from :class:`AgentStoreError`. Driver errors are
-translated into this tree in one place (``acti_store.repository._translate_errors``); only the tools
-turn these into the contract's ``ERROR: ...`` texts.
+translated into this tree in one place (``acti_store.dberrors``); only the tools turn these into
+the contract's ``ERROR: ...`` texts.
 """
 
 from __future__ import annotations

@@ -112,9 +112,12 @@ class Compiled:
 
 
 class Prepared:
-    """A Core statement, compiled lazily once per dialect.
+    """A Core statement, compiled lazily once per kind of dialect.
 
     ``columns`` names the columns an INSERT or UPDATE sets from parameters of the same names.
+    The compiled form is shared by the dialects of one class and paramstyle: two drivers of one
+    database (psycopg and pg8000 are both "postgresql") differ in paramstyle and type handling,
+    and one driver can be set to another paramstyle.
     """
 
     __slots__ = ("_by_dialect", "columns", "statement")
@@ -122,12 +125,13 @@ class Prepared:
     def __init__(self, statement: ClauseElement, *, columns: Sequence[str] = ()) -> None:
         self.statement = statement
         self.columns = tuple(columns)
-        self._by_dialect: dict[str, Compiled] = {}
+        self._by_dialect: dict[tuple[type[Dialect], str], Compiled] = {}
 
     def compiled(self, dialect: Dialect) -> Compiled:
-        found = self._by_dialect.get(dialect.name)
+        key = (type(dialect), dialect.paramstyle)
+        found = self._by_dialect.get(key)
         if found is None:
-            found = self._by_dialect[dialect.name] = _compile(self, dialect)
+            found = self._by_dialect[key] = _compile(self, dialect)
         return found
 
 
@@ -283,6 +287,11 @@ class KeptConnections:
 
     def discard(self, connection: Any) -> None:
         connection.close()
+
+    @property
+    def idle_count(self) -> int:
+        """How many connections are kept idle, ready for the next operation."""
+        return len(self._idle)
 
     def close(self) -> None:
         while self._idle:

@@ -24,8 +24,10 @@ if config.config_file_name is not None and config.attributes.get("connection") i
 
 target_metadata = Base.metadata
 
-#: Search-index objects created by raw SQL in revision 0003 (FTS5 table and its shadow tables,
-#: pg_trgm indexes); they are not ORM metadata, so ``alembic check`` must not report them.
+#: Search-index objects created by raw SQL, not ORM metadata, so ``alembic check`` must not
+#: report them: revision 0003's FTS5 table and its shadow tables (SQLite) and pg_trgm indexes
+#: (PostgreSQL), and revision 0004's ``agents_fts_log`` (SQLite), matched by the "agents_fts"
+#: prefix.
 SEARCH_INDEX_OBJECTS = ("agents_fts", "ix_agents_trgm_")
 
 

@@ -5,13 +5,14 @@ pytest-alembic's built-in tests run here on both engines through the ``alembic_e
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
 from alembic import command
 from conftest import make_config
+from data.v1_store import V1_ROWS, create_v1_store
 from pytest_alembic import Config as PytestAlembicConfig
 from pytest_alembic.tests import (  # noqa: F401 - collected as tests of this module
     test_model_definitions_match_ddl,
@@ -23,31 +24,7 @@ from pytest_alembic.tests import (  # noqa: F401 - collected as tests of this mo
 from acti_store import AgentUpdate, SearchQuery, open_repository
 from acti_store.engine import alembic_config as store_alembic_config
 from acti_store.engine import make_engine, migrations_dir
-
-V1_ROWS = [
-    {
-        "name": "lead_qualifier",
-        "description": "Qualifies inbound leads by assessing BANT criteria",
-        "system_prompt": "You are a professional lead qualification specialist...",
-        "tools": ["communication", "crm"],
-        "model": "anthropic:claude-opus-4-5-20251101",
-        "stratum": "RAI",
-        "created_at": datetime(2025, 1, 9, 14, 30, 22, 123456, tzinfo=UTC),
-        "version": "1.0.0",
-        "builder": "acti-agent-builder",
-    },
-    {
-        "name": "research_assistant",
-        "description": "Researches topics and gathers facts from the web",
-        "system_prompt": "You are a research assistant. Find facts and cite your sources well.",
-        "tools": ["websearch"],
-        "model": "openai:gpt-4o",
-        "stratum": None,
-        "created_at": datetime(2025, 1, 9, 12, 0, tzinfo=UTC),
-        "version": "1.2.3",
-        "builder": "acti-agent-builder",
-    },
-]
+from acti_store.schema import TOOL_BITS
 
 
 @pytest.fixture
@@ -62,41 +39,15 @@ def alembic_engine(store_url: str) -> Iterator[sa.Engine]:
     engine.dispose()
 
 
-def v1_table() -> sa.TableClause:
-    return sa.table(
-        "agents",
-        *(
-            sa.column(c)
-            for c in (
-                "name",
-                "description",
-                "system_prompt",
-                "model",
-                "stratum",
-                "version",
-                "builder",
-            )
-        ),
-        sa.column("tools", sa.JSON()),
-        sa.column("created_at", sa.DateTime(timezone=True)),
-    )
-
-
 def test_v1_rows_survive_upgrade_and_downgrade(store_url: str) -> None:
+    create_v1_store(store_url)
     cfg = store_alembic_config(make_engine(store_url).url)
-    command.upgrade(cfg, "0001_v1")
     engine = make_engine(store_url)
-    with engine.begin() as conn:
-        rows = [dict(r) for r in V1_ROWS]
-        if engine.dialect.name == "sqlite":  # v1 on SQLite stored naive UTC text
-            for r in rows:
-                r["created_at"] = r["created_at"].replace(tzinfo=None)
-        conn.execute(sa.insert(v1_table()), rows)
 
     repo = open_repository(store_url)  # upgrades to head
     try:
         agents = {a.name: a for a in repo.list_agents()}
-        assert set(agents) == {"lead_qualifier", "research_assistant"}
+        assert set(agents) == {"lead_qualifier", "web_researcher"}
         for expected in V1_ROWS:
             agent = agents[str(expected["name"])]
             for field in ("description", "system_prompt", "tools", "model", "stratum"):
@@ -119,7 +70,7 @@ def test_v1_rows_survive_upgrade_and_downgrade(store_url: str) -> None:
         columns = {c["name"] for c in sa.inspect(conn).get_columns("agents")}
     assert [tuple(r) for r in back] == [
         ("lead_qualifier", V1_ROWS[0]["description"], "1.0.0"),
-        ("research_assistant", V1_ROWS[1]["description"], "1.0.0"),
+        ("web_researcher", V1_ROWS[1]["description"], "1.0.0"),
     ]
     assert "tags" not in columns and "execution_count" not in columns
     command.downgrade(cfg, "base")
@@ -199,3 +150,16 @@ def test_sqlite_index_log_hands_over_intact_and_downgrades_into_the_index(tmp_pa
     assert find("unique zebra") == ["agent_003"] and find("0003 triggers") == ["after_downgrade"]
     assert logged() == 0
     repo.close()
+
+
+def test_tool_bits_match_the_frozen_copy_of_revision_0002() -> None:
+    """Every stored ``tools_mask`` was computed with revision 0002's bits (v1 rows) or the
+    schema's (every write since): a category must keep its bit in both."""
+    path = migrations_dir() / "versions" / "0002_v2_schema.py"
+    spec = importlib.util.spec_from_file_location("acti_store_revision_0002", path)
+    assert spec is not None and spec.loader is not None
+    revision = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(revision)
+
+    frozen = revision._TOOL_BITS
+    assert {category: TOOL_BITS[category] for category in frozen} == frozen

@@ -435,7 +435,7 @@ def test_bulk_put_in_batches_keeps_every_agent_its_own_tags_history_and_index(
 ):
     """More agents than one INSERT carries (and not a multiple of it): ids, tags, records and
     the text index must all land on the right agent."""
-    from acti_store.repository import BULK_AGENT_BATCH
+    from acti_store.repository.bulk import BULK_AGENT_BATCH
 
     count = BULK_AGENT_BATCH * 2 + 7
     donor = repo.create(make_config("donor"))

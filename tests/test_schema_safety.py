@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
 from alembic.script import ScriptDirectory
 from conftest import make_config
+from data.v1_store import V1_ROWS, create_v1_store
 from workers import children, scenarios
 
 from acti_store import (
@@ -28,57 +27,6 @@ from acti_store.engine import alembic_config
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
 FUTURE_REVISION = "0999_from_a_newer_acti_store"
-
-#: Two agents as acti_store 1.x stored them (the v1 table: string version, no tags, no counters).
-V1_ROWS = [
-    {
-        "name": "lead_qualifier",
-        "description": "Qualifies inbound leads by assessing BANT criteria",
-        "system_prompt": "You are a professional lead qualification specialist. Assess budget, "
-        "authority, need and timeline.",
-        "tools": ["communication", "crm"],
-        "model": "anthropic:claude-opus-4-5-20251101",
-        "stratum": "RAI",
-        "created_at": datetime(2025, 1, 9, 14, 30, 22, 123456, tzinfo=UTC),
-        "version": "1.0.0",
-        "builder": "acti-agent-builder",
-    },
-    {
-        "name": "web_researcher",
-        "description": "Researches topics on the web — naïve ünïcode 日本, 100% _literal_",
-        "system_prompt": "You are a research assistant. Search the web and cite every source "
-        "you use in the answer.",
-        "tools": ["websearch"],
-        "model": "openai:gpt-4o",
-        "stratum": None,
-        "created_at": datetime(2024, 12, 31, 23, 59, 59, tzinfo=UTC),
-        "version": "1.2.3",
-        "builder": "acti-agent-builder",
-    },
-]
-
-
-def create_v1_store(url: str) -> None:
-    """A store at revision 0001_v1 holding ``V1_ROWS``, as acti_store 1.x left it."""
-    command.upgrade(alembic_config(sa.make_url(url)), "0001_v1")
-    v1_agents = sa.table(
-        "agents",
-        *(sa.column(c) for c in ("name", "description", "system_prompt", "model", "stratum")),
-        sa.column("version"),
-        sa.column("builder"),
-        sa.column("tools", sa.JSON()),
-        sa.column("created_at", sa.DateTime(timezone=True)),
-    )
-    rows = [dict(row) for row in V1_ROWS]
-    engine = sa.create_engine(url)
-    try:
-        if engine.dialect.name == "sqlite":  # v1 on SQLite kept naive UTC
-            for row in rows:
-                row["created_at"] = row["created_at"].replace(tzinfo=None)
-        with engine.begin() as conn:
-            conn.execute(sa.insert(v1_agents), rows)
-    finally:
-        engine.dispose()
 
 
 def check_v1_agents_intact(url: str) -> None:

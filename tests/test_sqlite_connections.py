@@ -8,14 +8,18 @@ that keeps working in a forked child.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from conftest import make_config
 
-from acti_store import ExecutionRecord, open_repository
+from acti_store import ExecutionRecord, StoreUnavailableError, open_repository
 from acti_store.models import utc_now
+from acti_store.sqlexec import KeptConnections, connections_for
 
 
 def record(task: str) -> ExecutionRecord:
@@ -63,16 +67,14 @@ def test_a_failed_read_leaves_no_snapshot_behind(url: str):
     repo = open_repository(url)
     repo.create(make_config("first"))
     repo.create(make_config("second"))
-
-    def half_read_then_fail(cursor: object) -> None:
-        raw = cursor._cursor  # type: ignore[attr-defined]
-        raw.execute("SELECT name FROM agents ORDER BY name")
-        assert raw.fetchone() == ("first",)
-        raise RuntimeError("the caller gave up half way through")
+    # Text another program stored that is not UTF-8: reading it fails half way through the rows.
+    with closing(sqlite3.connect(sa.make_url(url).database or "")) as raw:
+        raw.execute("UPDATE agents SET description = CAST(X'FF' AS TEXT) WHERE name = 'second'")
+        raw.commit()
 
     # The caller keeps the exception (a log record would): its traceback keeps the cursor alive.
-    with pytest.raises(RuntimeError) as failure:
-        repo._read(half_read_then_fail)
+    with pytest.raises(StoreUnavailableError, match="UTF-8") as failure:
+        repo.list_agents()
     other = open_repository(url)
     other.create(make_config("third"))
     # The same kept connection serves the next read: it must see the new agent.
@@ -87,12 +89,16 @@ def test_a_forked_child_opens_its_own_connections(url: str):
     repo = open_repository(url)
     repo.create(make_config())
     repo.record_execution("lead_qualifier", record("in the parent"))
+    kept = connections_for(repo.engine)  # the store's kind of connections, one of them idle
+    assert isinstance(kept, KeptConnections)
+    kept.give(kept.take())
+    assert kept.idle_count == 1
     pid = os.fork()
     if pid == 0:  # the child: the parent's connections must not be used here
         code = 1
         try:
             # Nothing of the parent's is reused (SQLite does not notice, so look directly).
-            if repo._connections._idle:  # type: ignore[union-attr]
+            if kept.idle_count:
                 os._exit(3)
             repo.record_execution("lead_qualifier", record("in the child"))
             code = 0 if repo.get_history("lead_qualifier").total_executions == 2 else 2
@@ -103,4 +109,6 @@ def test_a_forked_child_opens_its_own_connections(url: str):
     repo.record_execution("lead_qualifier", record("in the parent again"))
     tasks = [r.task for r in repo.get_history("lead_qualifier").executions]
     assert tasks == ["in the parent again", "in the child", "in the parent"]
+    assert kept.idle_count == 1  # the parent keeps its own
+    kept.close()
     repo.close()

@@ -1,0 +1,29 @@
+"""The repository: the interface every layer above talks to, and its SQLAlchemy implementation.
+
+One concern per module: ``interface`` (the ABC and the types of bulk import), ``sql``
+(``SqlAgentRepository``), ``statements`` (its statements and the row <-> model mapping),
+``search`` (the search query), ``bulk`` (bulk import). Driver errors become the library's
+exceptions in ``acti_store.dberrors``.
+"""
+
+from .interface import (
+    AgentRepository,
+    BulkPutResult,
+    Clock,
+    ConflictPolicy,
+    ImportItem,
+    ImportOutcome,
+    Mirror,
+)
+from .sql import SqlAgentRepository
+
+__all__ = [
+    "AgentRepository",
+    "BulkPutResult",
+    "Clock",
+    "ConflictPolicy",
+    "ImportItem",
+    "ImportOutcome",
+    "Mirror",
+    "SqlAgentRepository",
+]

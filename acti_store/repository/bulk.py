@@ -1,0 +1,131 @@
+"""Bulk import: agents and histories put into the store as they are, inside the caller's one
+write transaction, staged so that rows go in by the batch and memory stays bounded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from ..errors import AgentExistsError, AgentNotFoundError
+from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
+from ..sqlexec import Cursor
+from .interface import BulkPutResult, ConflictPolicy, ImportItem, ImportOutcome
+from .statements import (
+    DELETE_AGENT,
+    DELETE_HISTORY,
+    DELETE_TAGS,
+    GET_ID,
+    HAS_HISTORY,
+    INSERT_EXECUTION,
+    SET_TOTAL,
+    config_values,
+    insert_agents,
+    metadata_values,
+    record_values,
+)
+
+#: History records a bulk put stages before one ``executemany``.
+BULK_RECORD_BATCH: Final = 5_000
+#: Agents a bulk put inserts with one statement (17 parameters each: within the 999 parameters
+#: older SQLite builds allow).
+BULK_AGENT_BATCH: Final = 50
+
+
+def put_all(
+    cursor: Cursor, items: Iterable[ImportItem], on_conflict: ConflictPolicy
+) -> BulkPutResult:
+    """Put every item on ``cursor`` (in its transaction); the outcome of each by name."""
+    result = BulkPutResult()
+    staging = _BulkStaging(cursor)
+    for item in items:
+        result.outcomes[item.name] = _put(cursor, item, on_conflict, staging)
+    staging.flush()
+    return result
+
+
+def _put(
+    cursor: Cursor,
+    item: ImportItem,
+    on_conflict: ConflictPolicy,
+    staging: _BulkStaging,
+) -> ImportOutcome:
+    """Stage one item: its agent row and records go in with the next batch."""
+    if item.name in staging.agents:  # put twice in one call: the first must be in the table
+        staging.flush()
+    existing = cursor.first(GET_ID, {"name": item.name})
+    outcome: ImportOutcome = "imported"
+    # Records are stored oldest first so that ids order them newest-last, as live runs do.
+    newest = item.history.executions[:HISTORY_MAX_RECORDS] if item.history else []
+    if item.agent is not None:
+        if existing is not None:
+            if on_conflict == "fail":
+                raise AgentExistsError(item.name)
+            if on_conflict == "skip":
+                return "skipped"
+            for statement in (DELETE_HISTORY, DELETE_TAGS, DELETE_AGENT):
+                cursor.execute(statement, {"agent_id": existing[0]})
+            outcome = "replaced"
+        total = (
+            item.history.total_executions
+            if item.history is not None
+            else item.agent.metadata.execution_count
+        )
+        values = config_values(item.agent) | metadata_values(item.agent.metadata, total)
+        staging.add_agent(values, newest[::-1])
+        return outcome
+    if existing is None:
+        raise AgentNotFoundError(item.name)
+    agent_id = existing[0]
+    if cursor.first(HAS_HISTORY, {"agent_id": agent_id}) is not None:
+        if on_conflict == "fail":
+            raise AgentExistsError(item.name)
+        if on_conflict == "skip":
+            return "skipped"
+        cursor.execute(DELETE_HISTORY, {"agent_id": agent_id})
+        outcome = "replaced"
+    if item.history is not None:
+        total = item.history.total_executions
+        cursor.execute(SET_TOTAL, {"agent_id": agent_id, "total_executions": total})
+        staging.add_records(agent_id, item.name, newest[::-1])
+    return outcome
+
+
+class _BulkStaging:
+    """A bulk put's rows on their way in: agents by ``BULK_AGENT_BATCH`` per INSERT statement
+    (their tags and records follow once their ids are known), records by ``BULK_RECORD_BATCH``
+    per ``executemany``. Memory stays bounded however many items come through."""
+
+    __slots__ = ("_cursor", "agents", "records")
+
+    def __init__(self, cursor: Cursor) -> None:
+        self._cursor = cursor
+        #: Staged agent rows by name, with their records (oldest first).
+        self.agents: dict[str, tuple[dict[str, Any], list[ExecutionRecord]]] = {}
+        self.records: list[dict[str, Any]] = []
+
+    def add_agent(self, values: dict[str, Any], records: list[ExecutionRecord]) -> None:
+        self.agents[values["name"]] = (values, records)
+        if len(self.agents) >= BULK_AGENT_BATCH:
+            self._insert_agents()
+
+    def add_records(self, agent_id: int, name: str, records: Iterable[ExecutionRecord]) -> None:
+        self.records.extend(record_values(agent_id, name, r) for r in records)
+        if len(self.records) >= BULK_RECORD_BATCH:
+            self._insert_records()
+
+    def flush(self) -> None:
+        self._insert_agents()
+        self._insert_records()
+
+    def _insert_agents(self) -> None:
+        if not self.agents:
+            return
+        staged, self.agents = self.agents, {}
+        ids = insert_agents(self._cursor, [values for values, _ in staged.values()])
+        for name, (_, records) in staged.items():
+            self.add_records(ids[name], name, records)
+
+    def _insert_records(self) -> None:
+        if self.records:
+            self._cursor.executemany(INSERT_EXECUTION, self.records)
+            self.records = []

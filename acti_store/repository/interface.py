@@ -1,0 +1,167 @@
+"""The repository interface every layer above talks to, and the types of its bulk import.
+
+Callers get domain models (``acti_store.models``), never rows. ``SqlAgentRepository``
+(``acti_store.repository.sql``) is the implementation; tests of the layers above may use others.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal, Protocol
+
+from ..models import (
+    HISTORY_LIMIT_DEFAULT,
+    Agent,
+    AgentConfig,
+    AgentUpdate,
+    ExecutionHistory,
+    ExecutionRecord,
+    ExecutionStats,
+    SearchQuery,
+)
+
+Clock = Callable[[], datetime]
+ConflictPolicy = Literal["skip", "replace", "fail"]
+ImportOutcome = Literal["imported", "skipped", "replaced"]
+
+
+class Mirror(Protocol):
+    """Keeps files in step with the store after each committed write (see ``interchange``)."""
+
+    def files_for(self, name: str) -> tuple[Path, Path]:
+        """The agent file and the history file of ``name``."""
+        ...
+
+    def sync(self, repo: AgentRepository, names: Iterable[str]) -> None:
+        """Rewrite (or remove) the files of ``names`` from the store's current state."""
+        ...
+
+
+@dataclass(frozen=True)
+class ImportItem:
+    """One agent (and/or its history) to put into the store as it is, metadata included."""
+
+    name: str
+    agent: Agent | None = None
+    history: ExecutionHistory | None = None
+
+
+@dataclass
+class BulkPutResult:
+    outcomes: dict[str, ImportOutcome] = field(default_factory=dict)
+
+
+class AgentRepository(ABC):
+    """Storage of agent configurations, their metadata and execution history."""
+
+    mirror: Mirror | None = None
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the records live, fit to show a user (no password)."""
+
+    @abstractmethod
+    def now(self) -> datetime:
+        """The store's clock: timezone-aware UTC."""
+
+    def location_of(self, name: str) -> str:
+        """Where the record of ``name`` lives: its mirror file when there is one."""
+        if self.mirror is not None:
+            return str(self.mirror.files_for(name)[0])
+        return self.location
+
+    def history_location_of(self, name: str) -> str:
+        """Where the history of ``name`` lives: its mirror file when there is one."""
+        if self.mirror is not None:
+            return str(self.mirror.files_for(name)[1])
+        return self.location
+
+    @abstractmethod
+    def create(self, config: AgentConfig) -> Agent:
+        """Store a new agent at version 1. Raises ``AgentExistsError``."""
+
+    @abstractmethod
+    def get(self, name: str) -> Agent:
+        """The agent called ``name``. Raises ``AgentNotFoundError``."""
+
+    @abstractmethod
+    def exists(self, name: str) -> bool: ...
+
+    @abstractmethod
+    def list_agents(self) -> list[Agent]:
+        """Every agent, by name."""
+
+    @abstractmethod
+    def list_names(self) -> list[str]:
+        """Every agent's name, sorted."""
+
+    @abstractmethod
+    def update(self, name: str, changes: AgentUpdate, expected_version: int | None = None) -> Agent:
+        """Apply a partial update and bump the version.
+
+        Raises ``AgentNotFoundError``, ``NoChangesError``, and ``VersionConflictError`` when
+        ``expected_version`` is given and the stored version differs.
+        """
+
+    @abstractmethod
+    def delete(self, name: str, delete_history: bool = True) -> Agent:
+        """Delete an agent; returns it as it was. With ``delete_history=False`` its history is
+        archived (see ``archived_history``)."""
+
+    @abstractmethod
+    def clone(
+        self,
+        source_name: str,
+        new_name: str,
+        description: str | None = None,
+        tags: list[str] | None = None,
+    ) -> Agent:
+        """Copy an agent under a new name with fresh metadata and no history."""
+
+    @abstractmethod
+    def search(self, query: SearchQuery) -> list[Agent]: ...
+
+    @abstractmethod
+    def count_by_stratum(self) -> dict[str | None, int]:
+        """Agents per stratum: every stratum of the contract, plus ``None`` if any have none."""
+
+    @abstractmethod
+    def record_execution(self, name: str, record: ExecutionRecord) -> None:
+        """Append a run to the history (keeping the newest 50) and move the counters."""
+
+    @abstractmethod
+    def get_history(
+        self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
+    ) -> ExecutionHistory: ...
+
+    @abstractmethod
+    def execution_stats(self, name: str) -> ExecutionStats: ...
+
+    @abstractmethod
+    def archived_history(self, name: str) -> ExecutionHistory:
+        """Records kept from deleted agents called ``name`` (``delete_history=False``)."""
+
+    @abstractmethod
+    def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
+        """Every agent with its history (None when never run), streamed page by page."""
+
+    @abstractmethod
+    def bulk_put(
+        self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
+    ) -> BulkPutResult:
+        """Put agents and histories exactly as given, in one transaction (all or nothing)."""
+
+    def bulk_put_stream(
+        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
+    ) -> BulkPutResult:
+        """``bulk_put`` for more items than fit in memory: still one transaction, fed by
+        ``items()``, which is called again if the transaction is retried."""
+        return self.bulk_put(list(items()), on_conflict)
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""

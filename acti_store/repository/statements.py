@@ -1,0 +1,401 @@
+"""The repository's statements, built once and compiled once per dialect (``sqlexec``), and the
+mapping between their rows and the domain models.
+
+Stored rows were validated on the way in: they become models without re-validation (``trusted``).
+A row's fields are read by position, each position taken from the column list the statement
+selects (``AGENT_COLUMNS``, ``EXECUTION_COLUMNS``): reorder a list and every reader follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from sqlalchemy import (
+    Column,
+    Integer,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+
+from ..models import (
+    HISTORY_MAX_RECORDS,
+    Agent,
+    AgentConfig,
+    AgentMetadata,
+    ExecutionHistory,
+    ExecutionRecord,
+    trusted,
+)
+from ..schema import UtcDateTime, agent_tags, agents, executions, tools_mask
+from ..sqlexec import Cursor, Prepared
+
+# --------------------------------------------------------------------------------------------------
+# Columns, and where each field sits in a row
+# --------------------------------------------------------------------------------------------------
+
+#: What every read of whole agents selects, in this order.
+AGENT_COLUMNS: Final = (
+    agents.c.id,
+    agents.c.name,
+    agents.c.description,
+    agents.c.system_prompt,
+    agents.c.tools,
+    agents.c.model,
+    agents.c.stratum,
+    agents.c.tags,
+    agents.c.created_at,
+    agents.c.updated_at,
+    agents.c.last_executed_at,
+    agents.c.version,
+    agents.c.builder,
+    agents.c.execution_count,
+    agents.c.success_count,
+    agents.c.error_count,
+    agents.c.total_executions,
+)
+#: What every read of history records selects, in this order (after any leading columns).
+EXECUTION_COLUMNS: Final = (
+    executions.c.execution_id,
+    executions.c.timestamp,
+    executions.c.task,
+    executions.c.result_summary,
+    executions.c.success,
+    executions.c.duration_seconds,
+    executions.c.tool_calls_count,
+    executions.c.error_type,
+)
+
+
+def _positions(columns: Sequence[Column[Any]]) -> dict[str, int]:
+    """Where each of ``columns`` (by key) sits in a row that selects them."""
+    return {column.key: index for index, column in enumerate(columns)}
+
+
+_AGENT_AT: Final = _positions(AGENT_COLUMNS)
+_RECORD_AT: Final = _positions(EXECUTION_COLUMNS)
+
+# Positions in a row of AGENT_COLUMNS: plain integers, read as fast as literals.
+ID: Final = _AGENT_AT["id"]
+NAME: Final = _AGENT_AT["name"]
+_DESCRIPTION: Final = _AGENT_AT["description"]
+_SYSTEM_PROMPT: Final = _AGENT_AT["system_prompt"]
+_TOOLS: Final = _AGENT_AT["tools"]
+_MODEL: Final = _AGENT_AT["model"]
+_STRATUM: Final = _AGENT_AT["stratum"]
+_TAGS: Final = _AGENT_AT["tags"]
+_CREATED_AT: Final = _AGENT_AT["created_at"]
+_UPDATED_AT: Final = _AGENT_AT["updated_at"]
+LAST_EXECUTED_AT: Final = _AGENT_AT["last_executed_at"]
+_VERSION: Final = _AGENT_AT["version"]
+_BUILDER: Final = _AGENT_AT["builder"]
+_EXECUTION_COUNT: Final = _AGENT_AT["execution_count"]
+SUCCESS_COUNT: Final = _AGENT_AT["success_count"]
+ERROR_COUNT: Final = _AGENT_AT["error_count"]
+TOTAL_EXECUTIONS: Final = _AGENT_AT["total_executions"]
+
+# Positions in a row of EXECUTION_COLUMNS (from its first record column).
+_EXECUTION_ID: Final = _RECORD_AT["execution_id"]
+_TIMESTAMP: Final = _RECORD_AT["timestamp"]
+_TASK: Final = _RECORD_AT["task"]
+_RESULT_SUMMARY: Final = _RECORD_AT["result_summary"]
+_SUCCESS: Final = _RECORD_AT["success"]
+_DURATION_SECONDS: Final = _RECORD_AT["duration_seconds"]
+_TOOL_CALLS_COUNT: Final = _RECORD_AT["tool_calls_count"]
+_ERROR_TYPE: Final = _RECORD_AT["error_type"]
+
+#: The parameters an agent row is written from: ``config_values`` | ``metadata_values``.
+_CONFIG_KEYS: Final = (
+    "name",
+    "description",
+    "system_prompt",
+    "tools",
+    "tools_mask",
+    "model",
+    "stratum",
+    "tags",
+)
+_METADATA_KEYS: Final = (
+    "created_at",
+    "updated_at",
+    "last_executed_at",
+    "version",
+    "builder",
+    "execution_count",
+    "success_count",
+    "error_count",
+    "total_executions",
+)
+_RECORD_KEYS: Final = ("agent_id", "agent_name", *(c.name for c in EXECUTION_COLUMNS))
+
+# --------------------------------------------------------------------------------------------------
+# Statements
+# --------------------------------------------------------------------------------------------------
+
+_by_name = agents.c.name == bindparam("name")
+_of_agent = executions.c.agent_id == bindparam("agent_id")
+
+GET: Final = Prepared(select(*AGENT_COLUMNS).where(_by_name))
+GET_FOR_UPDATE: Final = Prepared(select(*AGENT_COLUMNS).where(_by_name).with_for_update())
+GET_ID: Final = Prepared(select(agents.c.id).where(_by_name))
+ALL: Final = Prepared(select(*AGENT_COLUMNS).order_by(agents.c.name))
+NAMES: Final = Prepared(select(agents.c.name).order_by(agents.c.name))
+COUNT_BY_STRATUM: Final = Prepared(
+    select(agents.c.stratum, func.count()).group_by(agents.c.stratum)
+)
+#: Run for one row or many at once (``Cursor.insert_rows``): the name maps returned ids back.
+_INSERT_AGENT: Final = Prepared(
+    insert(agents).returning(agents.c.id, agents.c.name), columns=_CONFIG_KEYS + _METADATA_KEYS
+)
+_UPDATES: dict[frozenset[str], Prepared] = {}
+
+
+def update_statement(fields: Iterable[str]) -> Prepared:
+    """The UPDATE of an agent that sets ``fields`` (config fields), its version and update time.
+
+    Only the fields given: assigning a column, even its own value, rewrites its index entries.
+    One statement per set of fields, built when first needed (at most 2**6).
+    """
+    key = frozenset(fields)
+    found = _UPDATES.get(key)
+    if found is None:
+        columns = [k for k in _CONFIG_KEYS if k in key or (k == "tools_mask" and "tools" in key)]
+        found = _UPDATES[key] = Prepared(
+            update(agents).where(
+                agents.c.id == bindparam("where_id"),
+                agents.c.version == bindparam("where_version"),
+            ),
+            columns=(*columns, "updated_at", "version"),
+        )
+    return found
+
+
+DELETE_AGENT: Final = Prepared(delete(agents).where(agents.c.id == bindparam("agent_id")))
+INSERT_TAG: Final = Prepared(insert(agent_tags), columns=("agent_id", "tag"))
+DELETE_TAGS: Final = Prepared(
+    delete(agent_tags).where(agent_tags.c.agent_id == bindparam("agent_id"))
+)
+INSERT_EXECUTION: Final = Prepared(insert(executions), columns=_RECORD_KEYS)
+DELETE_HISTORY: Final = Prepared(delete(executions).where(_of_agent))
+ARCHIVE_HISTORY: Final = Prepared(
+    update(executions)
+    .where(executions.c.agent_id == bindparam("archived_id"))
+    .values(agent_id=None)
+)
+HAS_HISTORY: Final = Prepared(select(executions.c.id).where(_of_agent).limit(1))
+SET_TOTAL: Final = Prepared(
+    update(agents).where(agents.c.id == bindparam("agent_id")), columns=("total_executions",)
+)
+_timestamp = bindparam("timestamp", type_=UtcDateTime())
+#: Move an agent's counters for one run; returns its id (no row: no such agent).
+RECORD_RUN: Final = Prepared(
+    update(agents)
+    .where(_by_name)
+    .values(
+        execution_count=agents.c.execution_count + 1,
+        total_executions=agents.c.total_executions + 1,
+        success_count=agents.c.success_count + bindparam("succeeded", type_=Integer()),
+        error_count=agents.c.error_count + bindparam("failed", type_=Integer()),
+        last_executed_at=case(
+            (
+                or_(agents.c.last_executed_at.is_(None), agents.c.last_executed_at < _timestamp),
+                _timestamp,
+            ),
+            else_=agents.c.last_executed_at,
+        ),
+    )
+    .returning(agents.c.id)
+)
+#: Keep the newest HISTORY_MAX_RECORDS of one agent: flat cost on the (agent_id, id) index.
+TRIM: Final = Prepared(
+    delete(executions).where(
+        _of_agent,
+        executions.c.id
+        <= select(executions.c.id)
+        .where(executions.c.agent_id == bindparam("agent_id"))
+        .order_by(executions.c.id.desc())
+        .limit(1)
+        .offset(HISTORY_MAX_RECORDS)
+        .scalar_subquery(),
+    )
+)
+
+#: A history row: the agent's lifetime total, then a record (all NULL when it has none).
+_HISTORY_COLUMNS: Final = (agents.c.total_executions, *EXECUTION_COLUMNS)
+_HISTORY_TOTAL: Final = _positions(_HISTORY_COLUMNS)["total_executions"]
+_HISTORY_RECORD_OFFSET: Final = len(_HISTORY_COLUMNS) - len(EXECUTION_COLUMNS)
+
+
+def _history_statement(errors_only: bool) -> Prepared:
+    """One statement for the total and the newest records: a consistent read on any engine."""
+    joined = executions.c.agent_id == agents.c.id
+    if errors_only:
+        joined = and_(joined, executions.c.success.is_(False))
+    return Prepared(
+        select(*_HISTORY_COLUMNS)
+        .select_from(agents.outerjoin(executions, joined))
+        .where(_by_name)
+        .order_by(executions.c.id.desc())
+        .limit(bindparam("limit", type_=Integer()))
+    )
+
+
+#: The newest records of an agent, by ``errors_only``.
+HISTORY: Final = {False: _history_statement(False), True: _history_statement(True)}
+STATS: Final = Prepared(
+    select(func.count(executions.c.id), func.avg(executions.c.duration_seconds)).where(_of_agent)
+)
+_archived = and_(executions.c.agent_id.is_(None), executions.c.agent_name == bindparam("name"))
+ARCHIVED_COUNT: Final = Prepared(select(func.count()).where(_archived))
+ARCHIVED: Final = Prepared(
+    select(*EXECUTION_COLUMNS)
+    .where(_archived)
+    .order_by(executions.c.id.desc())
+    .limit(HISTORY_MAX_RECORDS)
+)
+_page = (
+    select(agents.c.id)
+    .where(agents.c.name > bindparam("after"))
+    .order_by(agents.c.name)
+    .limit(bindparam("page_size", type_=Integer()))
+)
+EXPORT_AGENTS: Final = Prepared(
+    select(*AGENT_COLUMNS)
+    .where(agents.c.name > bindparam("after"))
+    .order_by(agents.c.name)
+    .limit(bindparam("page_size", type_=Integer()))
+)
+#: A row of ``EXPORT_RECORDS``: the record's agent id, then the record.
+_EXPORT_RECORD_COLUMNS: Final = (executions.c.agent_id, *EXECUTION_COLUMNS)
+EXPORT_RECORD_AGENT_ID: Final = _positions(_EXPORT_RECORD_COLUMNS)["agent_id"]
+EXPORT_RECORD_OFFSET: Final = len(_EXPORT_RECORD_COLUMNS) - len(EXECUTION_COLUMNS)
+EXPORT_RECORDS: Final = Prepared(
+    select(*_EXPORT_RECORD_COLUMNS)
+    .where(executions.c.agent_id.in_(_page.scalar_subquery()))
+    .order_by(executions.c.agent_id, executions.c.id.desc())
+)
+
+# --------------------------------------------------------------------------------------------------
+# Rows <-> domain models
+# --------------------------------------------------------------------------------------------------
+
+
+def agent_from_row(row: Sequence[Any]) -> Agent:
+    """The agent in a row of ``AGENT_COLUMNS``."""
+    metadata = trusted(
+        AgentMetadata,
+        created_at=row[_CREATED_AT],
+        updated_at=row[_UPDATED_AT],
+        last_executed_at=row[LAST_EXECUTED_AT],
+        version=row[_VERSION],
+        builder=row[_BUILDER],
+        execution_count=row[_EXECUTION_COUNT],
+        success_count=row[SUCCESS_COUNT],
+        error_count=row[ERROR_COUNT],
+    )
+    return trusted(
+        Agent,
+        name=row[NAME],
+        description=row[_DESCRIPTION],
+        system_prompt=row[_SYSTEM_PROMPT],
+        tools=list(row[_TOOLS]),
+        model=row[_MODEL],
+        stratum=row[_STRATUM],
+        tags=list(row[_TAGS]),
+        metadata=metadata,
+    )
+
+
+def record_from_row(row: Sequence[Any], offset: int = 0) -> ExecutionRecord:
+    """The record in a row whose ``EXECUTION_COLUMNS`` start at ``offset``."""
+    return trusted(
+        ExecutionRecord,
+        execution_id=row[offset + _EXECUTION_ID],
+        timestamp=row[offset + _TIMESTAMP],
+        task=row[offset + _TASK],
+        result_summary=row[offset + _RESULT_SUMMARY],
+        success=bool(row[offset + _SUCCESS]),
+        duration_seconds=row[offset + _DURATION_SECONDS],
+        tool_calls_count=row[offset + _TOOL_CALLS_COUNT],
+        error_type=row[offset + _ERROR_TYPE],
+    )
+
+
+def history_from_rows(name: str, rows: Sequence[Sequence[Any]]) -> ExecutionHistory:
+    """The history of agent ``name`` in the rows of a ``HISTORY`` statement (one at least: an
+    agent without records has one row, its record columns NULL)."""
+    first_record_column = _HISTORY_RECORD_OFFSET + _EXECUTION_ID
+    return trusted(
+        ExecutionHistory,
+        agent_name=name,
+        executions=[
+            record_from_row(r, _HISTORY_RECORD_OFFSET)
+            for r in rows
+            if r[first_record_column] is not None
+        ],
+        total_executions=rows[0][_HISTORY_TOTAL],
+    )
+
+
+def config_values(config: AgentConfig) -> dict[str, Any]:
+    """The parameters of an agent row's config columns."""
+    return {
+        "name": config.name,
+        "description": config.description,
+        "system_prompt": config.system_prompt,
+        "tools": list(config.tools),
+        "tools_mask": tools_mask(config.tools),
+        "model": config.model,
+        "stratum": config.stratum,
+        "tags": list(config.tags),
+    }
+
+
+def metadata_values(meta: AgentMetadata, total_executions: int) -> dict[str, Any]:
+    """The parameters of an agent row's metadata columns."""
+    return {
+        "created_at": meta.created_at,
+        "updated_at": meta.updated_at,
+        "last_executed_at": meta.last_executed_at,
+        "version": meta.version,
+        "builder": meta.builder,
+        "execution_count": meta.execution_count,
+        "success_count": meta.success_count,
+        "error_count": meta.error_count,
+        "total_executions": total_executions,
+    }
+
+
+def record_values(agent_id: int, name: str, record: ExecutionRecord) -> dict[str, Any]:
+    """The parameters of ``INSERT_EXECUTION`` for one record of an agent."""
+    return {
+        "agent_id": agent_id,
+        "agent_name": name,
+        "execution_id": record.execution_id,
+        "timestamp": record.timestamp,
+        "task": record.task,
+        "result_summary": record.result_summary,
+        "success": record.success,
+        "duration_seconds": record.duration_seconds,
+        "tool_calls_count": record.tool_calls_count,
+        "error_type": record.error_type,
+    }
+
+
+def insert_agents(cursor: Cursor, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Insert agent rows (one statement where the driver allows) and their tags; their ids by
+    name."""
+    ids = {name: agent_id for agent_id, name in cursor.insert_rows(_INSERT_AGENT, rows)}
+    tags = [
+        {"agent_id": ids[values["name"]], "tag": tag} for values in rows for tag in values["tags"]
+    ]
+    if tags:
+        cursor.executemany(INSERT_TAG, tags)
+    return ids
