@@ -401,34 +401,18 @@ class ExecutionStats(_Model):
 class ExecutionRequest(_Model):
     """What a run is asked to do, checked once for every way in (tools, CLI, runner)."""
 
-    task: str = Field(
-        min_length=TASK_MIN_LENGTH,
-        max_length=TASK_MAX_LENGTH,
-        description=f"The task or message for the agent, {TASK_MIN_LENGTH}-{TASK_MAX_LENGTH} "
-        "characters",
-    )
+    task: str = Field(min_length=TASK_MIN_LENGTH, max_length=TASK_MAX_LENGTH)
     timeout: float = Field(
-        default=TIMEOUT_DEFAULT,
-        ge=TIMEOUT_MIN,
-        le=TIMEOUT_MAX,
-        allow_inf_nan=False,
-        description=f"Seconds the run may take, {TIMEOUT_MIN:g}-{TIMEOUT_MAX:g}",
+        default=TIMEOUT_DEFAULT, ge=TIMEOUT_MIN, le=TIMEOUT_MAX, allow_inf_nan=False
     )
-    skip_unavailable_tools: bool = Field(
-        default=True, description="Run without the MCP tools that are unavailable"
-    )
+    skip_unavailable_tools: bool = True
 
 
 class HistoryRequest(_Model):
     """Which records of a history to read: the newest ``limit``, optionally failures only."""
 
-    limit: int = Field(
-        default=HISTORY_LIMIT_DEFAULT,
-        ge=1,
-        le=HISTORY_MAX_RECORDS,
-        description=f"Number of recent executions, 1-{HISTORY_MAX_RECORDS}",
-    )
-    include_errors_only: bool = Field(default=False, description="Only failed executions")
+    limit: int = Field(default=HISTORY_LIMIT_DEFAULT, ge=1, le=HISTORY_MAX_RECORDS)
+    include_errors_only: bool = False
 
 
 # --------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 from ..execution.catalog import ENV_CONFIG
 from ..models import ExecutionRequest
 from ..tools import render
+from ..tools.schemas import ExecuteCreatedAgentArgs as ARGS
 from .options import add_field_argument, add_url_option, checked_by, open_from_args
 
 
@@ -46,10 +47,11 @@ def register(subparsers: Any) -> None:
         "the report and record the run in the agent's history.",
     )
     parser.add_argument("name", help="the agent to run")
-    add_field_argument(parser, ExecutionRequest, "task", type=checked_by(ExecutionRequest, "task"))
+    # Help and default as the tool shows them to the model; values checked by the run's own rule.
+    add_field_argument(parser, ARGS, "task", type=checked_by(ExecutionRequest, "task"))
     add_field_argument(
         parser,
-        ExecutionRequest,
+        ARGS,
         "timeout",
         "--timeout",
         type=checked_by(ExecutionRequest, "timeout"),
