@@ -24,7 +24,6 @@ from ..errors import (
     AgentNotFoundError,
     AgentStoreError,
     NoChangesError,
-    VersionConflictError,
 )
 from ..models import (
     DEFAULT_MODEL,
@@ -113,6 +112,11 @@ class BuilderTools:
         text = render.not_found(name, names, closing, **options)
         return refused(text, "not_found", name=name, available=names)
 
+    def _require(self, name: str, closing: str) -> None:
+        """Refuse with the "not found" text when ``name`` is not in the store."""
+        if not self.repo.exists(name):
+            raise self._not_found(name, closing)
+
     def _get(self, name: str, closing: str, **options: str) -> Agent:
         try:
             return self.repo.get(name)
@@ -187,35 +191,32 @@ class BuilderTools:
         tags: object = None,
     ) -> Result:
         agent_name = valid_name("name", name)
-        old = self._get(agent_name, texts.USE_NAMES_OR_CREATE)
 
         def describe(errors: list[FieldError]) -> str:
             return render.update_invalid(agent_name, errors)
 
-        changes = validated(
-            AgentUpdate,
-            {
-                "description": description,
-                "system_prompt": system_prompt,
-                "tools": tools,
-                "model": model,
-                "stratum": stratum,
-                "tags": tags,
-            },
-            describe,
-        )
         try:
-            new = self.repo.update(agent_name, changes, expected_version=old.metadata.version)
+            changes = validated(
+                AgentUpdate,
+                {
+                    "description": description,
+                    "system_prompt": system_prompt,
+                    "tools": tools,
+                    "model": model,
+                    "stratum": stratum,
+                    "tags": tags,
+                },
+                describe,
+            )
+            # No expected version: the update applies to the latest one and never conflicts;
+            # the changes reported are those between the two versions its transaction saw.
+            outcome = self.repo.update_returning_previous(agent_name, changes)
+        except Refused:
+            self._require(agent_name, texts.USE_NAMES_OR_CREATE)  # a missing agent comes first
+            raise
         except NoChangesError:
+            self._require(agent_name, texts.USE_NAMES_OR_CREATE)
             raise refused(render.no_changes(agent_name), "no_changes", name=agent_name) from None
-        except VersionConflictError as exc:
-            raise refused(
-                render.version_conflict(exc),
-                "version_conflict",
-                name=agent_name,
-                expected_version=exc.expected,
-                actual_version=exc.actual,
-            ) from None
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES_OR_CREATE) from None
         except ValidationError as exc:
@@ -223,6 +224,7 @@ class BuilderTools:
             # configuration, which fails when a stored value breaks a rule (a row written by an
             # older release or by hand). Say which field, so the model can replace it.
             raise invalid(exc, describe) from None
+        old, new = outcome.previous, outcome.agent
         location = self.repo.location_of(agent_name)
         return success(
             render.updated(old, new, location),

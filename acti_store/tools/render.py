@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from .. import validation
 from ..documents import agent_document, dumps
-from ..errors import VersionConflictError
 from ..models import (
     SORT_DESCRIPTIONS,
     STRATA,
@@ -176,12 +175,6 @@ def clone_target_exists(name: str) -> str:
 
 def no_changes(name: str) -> str:
     return texts.NO_CHANGES.format(name=name)
-
-
-def version_conflict(error: VersionConflictError) -> str:
-    return texts.VERSION_CONFLICT.format(
-        name=error.name, expected=error.expected, actual=error.actual
-    )
 
 
 def store_error(error: Exception) -> str:

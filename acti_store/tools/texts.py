@@ -371,12 +371,6 @@ Validation errors:
 
 The agent was NOT modified. Please fix the issues and try again."""
 
-VERSION_CONFLICT: Final = """ERROR: Agent '{name}' was modified by someone else while this update \
-was being applied (expected version {expected}, found version {actual}).
-
-The agent was NOT modified. Use get_agent_config('{name}') to see the current configuration, then \
-apply your changes again."""
-
 # --------------------------------------------------------------------------------------------------
 # delete_agent_config
 # --------------------------------------------------------------------------------------------------
