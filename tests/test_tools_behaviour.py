@@ -186,6 +186,7 @@ def test_not_found(
         "error": "not_found",
         "name": "missing",
         "available": ["alpha_agent", "zeta_agent"],
+        "available_count": 2,
     }
     assert not repo.exists("missing") and not repo.exists("copy")
 

@@ -146,6 +146,16 @@ class AgentRepository(ABC):
     def count_by_stratum(self) -> dict[str | None, int]:
         """Agents per stratum: every stratum of the contract, plus ``None`` if any have none."""
 
+    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        """The first ``limit`` agents by name of each stratum (``None``: no stratum), by name;
+        strata without agents are left out. What a listing shows without reading every agent."""
+        groups: dict[str | None, list[Agent]] = {}
+        for agent in self.list_agents():
+            members = groups.setdefault(agent.stratum, [])
+            if len(members) < limit:
+                members.append(agent)
+        return groups
+
     @abstractmethod
     def record_execution(self, name: str, record: ExecutionRecord) -> None:
         """Append a run to the history (keeping the newest 50) and move the counters."""

@@ -69,6 +69,7 @@ from .statements import (
     EXPORT_RECORD_AGENT_ID,
     EXPORT_RECORD_OFFSET,
     EXPORT_RECORDS,
+    FIRST_BY_STRATUM,
     GET,
     GET_FOR_UPDATE,
     GET_ID,
@@ -368,6 +369,14 @@ class SqlAgentRepository(AgentRepository):
         for stratum, count in self._read(lambda cursor: cursor.all(COUNT_BY_STRATUM)):
             counts[stratum] = int(count)
         return counts
+
+    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        rows = self._read(lambda cursor: cursor.all(FIRST_BY_STRATUM, {"limit": limit}))
+        groups: dict[str | None, list[Agent]] = {}
+        for row in rows:
+            agent = agent_from_row(row)
+            groups.setdefault(agent.stratum, []).append(agent)
+        return groups
 
     # -- history -----------------------------------------------------------------------------------
 

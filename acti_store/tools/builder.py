@@ -43,7 +43,7 @@ from ..models import (
 )
 from ..repository import AgentRepository
 from ..validation import FieldError
-from . import render, texts
+from . import listing, render, texts
 from .outcomes import (
     Refused,
     Result,
@@ -107,10 +107,21 @@ class BuilderTools:
 
     # -- shared steps ------------------------------------------------------------------------------
 
+    def _available(self) -> tuple[list[str], int]:
+        """The first agents' names (at most as many as a "not found" text lists) and the total."""
+        repo = self.repo
+        total = sum(repo.count_by_stratum().values())
+        if not total:
+            return [], 0
+        first = repo.search(SearchQuery(sort_by="name", limit=texts.NOT_FOUND_NAMES_SHOWN))
+        return [a.name for a in first], total
+
     def _not_found(self, name: str, closing: str, **options: str) -> Refused:
-        names = self.repo.list_names()
-        text = render.not_found(name, names, closing, **options)
-        return refused(text, "not_found", name=name, available=names)
+        names, total = self._available()
+        text = render.not_found(name, names, closing, total=total, **options)
+        return refused(
+            text, "not_found", name=name, available=names, available_count=max(total, len(names))
+        )
 
     def _require(self, name: str, closing: str) -> None:
         """Refuse with the "not found" text when ``name`` is not in the store."""
@@ -257,9 +268,15 @@ class BuilderTools:
                 )
             agent = self.repo.delete(agent_name, delete_history=params.delete_history)
         except AgentNotFoundError:
-            names = self.repo.list_names()
-            text = render.delete_not_found(agent_name, names, places)
-            raise refused(text, "not_found", name=agent_name, available=names) from None
+            names, total = self._available()
+            text = render.delete_not_found(agent_name, names, total, places)
+            raise refused(
+                text,
+                "not_found",
+                name=agent_name,
+                available=names,
+                available_count=max(total, len(names)),
+            ) from None
         return success(
             render.deleted(agent_name, places, delete_history=params.delete_history),
             deleted=True,
@@ -318,12 +335,15 @@ class BuilderTools:
 
     @tool_boundary
     def list_created_agents(self) -> Result:
-        agents = self.repo.list_agents()
-        groups = {
-            label: [a.name for a in members]
-            for label, members in render.group_by_stratum(agents).items()
-        }
-        return success(render.agent_list(agents), total=len(agents), groups=groups)
+        repo = self.repo
+        counts = repo.count_by_stratum()
+        groups = listing.list_groups(counts, repo.first_by_stratum(texts.LIST_AGENTS_PER_STRATUM))
+        return success(
+            listing.agent_list(groups),
+            total=sum(g.total for g in groups),
+            groups={g.label: [a.name for a in g.agents] for g in groups},
+            counts={g.label: g.total for g in groups},
+        )
 
     @tool_boundary
     def search_agents(
