@@ -25,7 +25,7 @@ from .models import (
     ExecutionStats,
     SearchQuery,
 )
-from .repository import AgentRepository, ImportItem, SqlAgentRepository
+from .repository import AgentRepository, ImportItem, SqlAgentRepository, UpdateResult
 
 __all__ = [
     "Agent",
@@ -48,6 +48,7 @@ __all__ = [
     "SearchQuery",
     "SqlAgentRepository",
     "StoreUnavailableError",
+    "UpdateResult",
     "VersionConflictError",
     "export_json",
     "import_json",

@@ -55,6 +55,14 @@ class BulkPutResult:
     outcomes: dict[str, ImportOutcome] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class UpdateResult:
+    """One update: the agent as the update's transaction found it, and as it left it."""
+
+    previous: Agent
+    agent: Agent
+
+
 class AgentRepository(ABC):
     """Storage of agent configurations, their metadata and execution history."""
 
@@ -100,13 +108,21 @@ class AgentRepository(ABC):
     def list_names(self) -> list[str]:
         """Every agent's name, sorted."""
 
-    @abstractmethod
     def update(self, name: str, changes: AgentUpdate, expected_version: int | None = None) -> Agent:
-        """Apply a partial update and bump the version.
+        """Apply a partial update and bump the version; returns the agent as updated.
 
         Raises ``AgentNotFoundError``, ``NoChangesError``, and ``VersionConflictError`` when
-        ``expected_version`` is given and the stored version differs.
+        ``expected_version`` is given and the stored version differs. Without
+        ``expected_version`` the update applies to the latest version and never conflicts.
         """
+        return self.update_returning_previous(name, changes, expected_version).agent
+
+    @abstractmethod
+    def update_returning_previous(
+        self, name: str, changes: AgentUpdate, expected_version: int | None = None
+    ) -> UpdateResult:
+        """``update``, also returning the version it replaced, as its own transaction saw it
+        (what "before -> after" reports must compare: no other write can come in between)."""
 
     @abstractmethod
     def delete(self, name: str, delete_history: bool = True) -> Agent:
@@ -129,6 +145,16 @@ class AgentRepository(ABC):
     @abstractmethod
     def count_by_stratum(self) -> dict[str | None, int]:
         """Agents per stratum: every stratum of the contract, plus ``None`` if any have none."""
+
+    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        """The first ``limit`` agents by name of each stratum (``None``: no stratum), by name;
+        strata without agents are left out. What a listing shows without reading every agent."""
+        groups: dict[str | None, list[Agent]] = {}
+        for agent in self.list_agents():
+            members = groups.setdefault(agent.stratum, [])
+            if len(members) < limit:
+                members.append(agent)
+        return groups
 
     @abstractmethod
     def record_execution(self, name: str, record: ExecutionRecord) -> None:

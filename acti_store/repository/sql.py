@@ -52,6 +52,7 @@ from .interface import (
     ConflictPolicy,
     ImportItem,
     Mirror,
+    UpdateResult,
 )
 from .search import search_statement
 from .statements import (
@@ -68,6 +69,7 @@ from .statements import (
     EXPORT_RECORD_AGENT_ID,
     EXPORT_RECORD_OFFSET,
     EXPORT_RECORDS,
+    FIRST_BY_STRATUM,
     GET,
     GET_FOR_UPDATE,
     GET_ID,
@@ -265,12 +267,14 @@ class SqlAgentRepository(AgentRepository):
     def list_names(self) -> list[str]:
         return self._read(lambda cursor: [r[0] for r in cursor.all(NAMES)])
 
-    def update(self, name: str, changes: AgentUpdate, expected_version: int | None = None) -> Agent:
+    def update_returning_previous(
+        self, name: str, changes: AgentUpdate, expected_version: int | None = None
+    ) -> UpdateResult:
         fields = changes.changes()
         if not fields:
             raise NoChangesError(name)
 
-        def work(cursor: Cursor) -> Agent:
+        def work(cursor: Cursor) -> UpdateResult:
             row = self._locate(cursor, name, for_update=True)
             current = agent_from_row(row)
             version = current.metadata.version
@@ -300,11 +304,11 @@ class SqlAgentRepository(AgentRepository):
                     cursor.executemany(
                         INSERT_TAG, [{"agent_id": row[ID], "tag": t} for t in merged.tags]
                     )
-            return trusted(Agent, **dict(merged), metadata=meta)
+            return UpdateResult(current, trusted(Agent, **dict(merged), metadata=meta))
 
-        agent = self._write(work)
+        result = self._write(work)
         self._notify(name)
-        return agent
+        return result
 
     def delete(self, name: str, delete_history: bool = True) -> Agent:
         def work(cursor: Cursor) -> Agent:
@@ -365,6 +369,14 @@ class SqlAgentRepository(AgentRepository):
         for stratum, count in self._read(lambda cursor: cursor.all(COUNT_BY_STRATUM)):
             counts[stratum] = int(count)
         return counts
+
+    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        rows = self._read(lambda cursor: cursor.all(FIRST_BY_STRATUM, {"limit": limit}))
+        groups: dict[str | None, list[Agent]] = {}
+        for row in rows:
+            agent = agent_from_row(row)
+            groups.setdefault(agent.stratum, []).append(agent)
+        return groups
 
     # -- history -----------------------------------------------------------------------------------
 

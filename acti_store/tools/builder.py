@@ -24,7 +24,6 @@ from ..errors import (
     AgentNotFoundError,
     AgentStoreError,
     NoChangesError,
-    VersionConflictError,
 )
 from ..models import (
     DEFAULT_MODEL,
@@ -44,7 +43,7 @@ from ..models import (
 )
 from ..repository import AgentRepository
 from ..validation import FieldError
-from . import render, texts
+from . import listing, render, texts
 from .outcomes import (
     Refused,
     Result,
@@ -108,10 +107,26 @@ class BuilderTools:
 
     # -- shared steps ------------------------------------------------------------------------------
 
+    def _available(self) -> tuple[list[str], int]:
+        """The first agents' names (at most as many as a "not found" text lists) and the total."""
+        repo = self.repo
+        total = sum(repo.count_by_stratum().values())
+        if not total:
+            return [], 0
+        first = repo.search(SearchQuery(sort_by="name", limit=texts.NOT_FOUND_NAMES_SHOWN))
+        return [a.name for a in first], total
+
     def _not_found(self, name: str, closing: str, **options: str) -> Refused:
-        names = self.repo.list_names()
-        text = render.not_found(name, names, closing, **options)
-        return refused(text, "not_found", name=name, available=names)
+        names, total = self._available()
+        text = render.not_found(name, names, closing, total=total, **options)
+        return refused(
+            text, "not_found", name=name, available=names, available_count=max(total, len(names))
+        )
+
+    def _require(self, name: str, closing: str) -> None:
+        """Refuse with the "not found" text when ``name`` is not in the store."""
+        if not self.repo.exists(name):
+            raise self._not_found(name, closing)
 
     def _get(self, name: str, closing: str, **options: str) -> Agent:
         try:
@@ -187,35 +202,32 @@ class BuilderTools:
         tags: object = None,
     ) -> Result:
         agent_name = valid_name("name", name)
-        old = self._get(agent_name, texts.USE_NAMES_OR_CREATE)
 
         def describe(errors: list[FieldError]) -> str:
             return render.update_invalid(agent_name, errors)
 
-        changes = validated(
-            AgentUpdate,
-            {
-                "description": description,
-                "system_prompt": system_prompt,
-                "tools": tools,
-                "model": model,
-                "stratum": stratum,
-                "tags": tags,
-            },
-            describe,
-        )
         try:
-            new = self.repo.update(agent_name, changes, expected_version=old.metadata.version)
+            changes = validated(
+                AgentUpdate,
+                {
+                    "description": description,
+                    "system_prompt": system_prompt,
+                    "tools": tools,
+                    "model": model,
+                    "stratum": stratum,
+                    "tags": tags,
+                },
+                describe,
+            )
+            # No expected version: the update applies to the latest one and never conflicts;
+            # the changes reported are those between the two versions its transaction saw.
+            outcome = self.repo.update_returning_previous(agent_name, changes)
+        except Refused:
+            self._require(agent_name, texts.USE_NAMES_OR_CREATE)  # a missing agent comes first
+            raise
         except NoChangesError:
+            self._require(agent_name, texts.USE_NAMES_OR_CREATE)
             raise refused(render.no_changes(agent_name), "no_changes", name=agent_name) from None
-        except VersionConflictError as exc:
-            raise refused(
-                render.version_conflict(exc),
-                "version_conflict",
-                name=agent_name,
-                expected_version=exc.expected,
-                actual_version=exc.actual,
-            ) from None
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES_OR_CREATE) from None
         except ValidationError as exc:
@@ -223,6 +235,7 @@ class BuilderTools:
             # configuration, which fails when a stored value breaks a rule (a row written by an
             # older release or by hand). Say which field, so the model can replace it.
             raise invalid(exc, describe) from None
+        old, new = outcome.previous, outcome.agent
         location = self.repo.location_of(agent_name)
         return success(
             render.updated(old, new, location),
@@ -255,9 +268,15 @@ class BuilderTools:
                 )
             agent = self.repo.delete(agent_name, delete_history=params.delete_history)
         except AgentNotFoundError:
-            names = self.repo.list_names()
-            text = render.delete_not_found(agent_name, names, places)
-            raise refused(text, "not_found", name=agent_name, available=names) from None
+            names, total = self._available()
+            text = render.delete_not_found(agent_name, names, total, places)
+            raise refused(
+                text,
+                "not_found",
+                name=agent_name,
+                available=names,
+                available_count=max(total, len(names)),
+            ) from None
         return success(
             render.deleted(agent_name, places, delete_history=params.delete_history),
             deleted=True,
@@ -316,12 +335,15 @@ class BuilderTools:
 
     @tool_boundary
     def list_created_agents(self) -> Result:
-        agents = self.repo.list_agents()
-        groups = {
-            label: [a.name for a in members]
-            for label, members in render.group_by_stratum(agents).items()
-        }
-        return success(render.agent_list(agents), total=len(agents), groups=groups)
+        repo = self.repo
+        counts = repo.count_by_stratum()
+        groups = listing.list_groups(counts, repo.first_by_stratum(texts.LIST_AGENTS_PER_STRATUM))
+        return success(
+            listing.agent_list(groups),
+            total=sum(g.total for g in groups),
+            groups={g.label: [a.name for a in g.agents] for g in groups},
+            counts={g.label: g.total for g in groups},
+        )
 
     @tool_boundary
     def search_agents(

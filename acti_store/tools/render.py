@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from .. import validation
 from ..documents import agent_document, dumps
-from ..errors import VersionConflictError
 from ..models import (
     SORT_DESCRIPTIONS,
     STRATA,
@@ -30,6 +29,7 @@ from ..models import (
 )
 from ..validation import FieldError
 from . import texts
+from .bounds import fitting, json_cut
 
 # --------------------------------------------------------------------------------------------------
 # Small formatting helpers
@@ -153,16 +153,19 @@ def not_found(
     *,
     heading: str = texts.NOT_FOUND,
     empty_closing: str = texts.NO_AGENTS_YET,
+    total: int | None = None,
 ) -> str:
-    """The agent is missing: list the ones that exist (sorted), or say there are none."""
+    """The agent is missing: list the ones that exist (the first by name, ``total`` in all:
+    ``available`` may hold only the first), or say there are none."""
     head = heading.format(name=name)
     if not available:
         return f"{head}\n\n{empty_closing}"
+    count = max(len(available), total or 0)
     shown = available[: texts.NOT_FOUND_NAMES_SHOWN]
     lines = [texts.AVAILABLE_AGENT_LINE.format(name=n) for n in shown]
-    if len(available) > len(shown):
-        lines.append(texts.MORE_AGENTS_LINE.format(count=len(available) - len(shown)))
-    listing = texts.AVAILABLE_AGENTS.format(count=len(available), names="\n".join(lines))
+    if count > len(shown):
+        lines.append(texts.MORE_AGENTS_LINE.format(count=count - len(shown)))
+    listing = texts.AVAILABLE_AGENTS.format(count=count, names="\n".join(lines))
     return f"{head}\n\n{listing}\n\n{closing}"
 
 
@@ -176,12 +179,6 @@ def clone_target_exists(name: str) -> str:
 
 def no_changes(name: str) -> str:
     return texts.NO_CHANGES.format(name=name)
-
-
-def version_conflict(error: VersionConflictError) -> str:
-    return texts.VERSION_CONFLICT.format(
-        name=error.name, expected=error.expected, actual=error.actual
-    )
 
 
 def store_error(error: Exception) -> str:
@@ -233,48 +230,27 @@ def available_tools() -> str:
 
 
 def agent_config(agent: Agent) -> str:
-    return texts.AGENT_CONFIG.format(
+    """The configuration; a system prompt longer than the bound is shown cut, with a note."""
+    document = agent_document(agent)
+    cut = json_cut(agent.system_prompt, texts.PROMPT_SHOWN_LENGTH)
+    if cut is not None:
+        document["system_prompt"] = cut
+    text = texts.AGENT_CONFIG.format(
         name=agent.name,
         tools=listed(agent.tools),
         stratum=agent.stratum or texts.NONE,
         model=agent.model,
-        document=dumps(agent_document(agent)).rstrip("\n"),
+        document=dumps(document).rstrip("\n"),
     )
+    if cut is None:
+        return text
+    note = texts.PROMPT_CUT_NOTE.format(length=f"{len(agent.system_prompt):,}")
+    return f"{text}\n\n{note}"
 
 
 def stratum_label(stratum: str | None) -> str:
     """The group an agent is listed under: its stratum, or ``UNCLASSIFIED``."""
     return stratum if stratum is not None and stratum in STRATA else texts.UNCLASSIFIED
-
-
-def group_by_stratum(agents: Iterable[Agent]) -> dict[str, list[Agent]]:
-    """Agents by stratum label: strata in the contract's order, ``UNCLASSIFIED`` last, no empty."""
-    groups: dict[str, list[Agent]] = {label: [] for label in (*STRATA, texts.UNCLASSIFIED)}
-    for agent in agents:
-        groups[stratum_label(agent.stratum)].append(agent)
-    return {label: members for label, members in groups.items() if members}
-
-
-def agent_list(agents: Sequence[Agent]) -> str:
-    if not agents:
-        return texts.NO_AGENTS
-    groups = (
-        texts.AGENT_GROUP.format(
-            label=label,
-            count=len(members),
-            entries="\n\n".join(
-                texts.AGENT_LIST_ENTRY.format(
-                    name=a.name,
-                    description=a.description,
-                    tools=listed(a.tools),
-                    created=display_time(a.metadata.created_at),
-                )
-                for a in members
-            ),
-        )
-        for label, members in group_by_stratum(agents).items()
-    )
-    return texts.AGENT_LIST.format(groups="\n\n".join(groups), total=len(agents))
 
 
 def _change_value(value: object) -> str:
@@ -365,9 +341,10 @@ def deleted(name: str, places: Places, *, delete_history: bool) -> str:
     )
 
 
-def delete_not_found(name: str, available: Sequence[str], places: Places) -> str:
+def delete_not_found(name: str, available: Sequence[str], total: int, places: Places) -> str:
     nothing = places.wording.nothing_deleted
-    return not_found(name, available, nothing, empty_closing=f"{texts.NO_AGENTS_YET}\n\n{nothing}")
+    empty = f"{texts.NO_AGENTS_YET}\n\n{nothing}"
+    return not_found(name, available, nothing, empty_closing=empty, total=total)
 
 
 def cloned(source: Agent, clone: Agent, location: str) -> str:
@@ -426,22 +403,30 @@ def _executions(agent: Agent) -> str:
 
 
 def search_results(query: SearchQuery, agents: Sequence[Agent]) -> str:
-    entries = "\n\n".join(
-        texts.SEARCH_RESULT.format(
-            rank=rank,
-            name=a.name,
-            description=a.description,
-            stratum=a.stratum or texts.NONE,
-            tools=listed(a.tools),
-            tags=listed(a.tags),
-            executions=_executions(a),
-            created=display_time(a.metadata.created_at),
-            updated=display_time(a.metadata.updated_at),
-        )
-        for rank, a in enumerate(agents, 1)
+    """The results, as many as fit the budget (the rest summarised in one line)."""
+    entries = fitting(
+        (
+            texts.SEARCH_RESULT.format(
+                rank=rank,
+                name=a.name,
+                description=a.description,
+                stratum=a.stratum or texts.NONE,
+                tools=listed(a.tools),
+                tags=listed(a.tags),
+                executions=_executions(a),
+                created=display_time(a.metadata.created_at),
+                updated=display_time(a.metadata.updated_at),
+            )
+            for rank, a in enumerate(agents, 1)
+        ),
+        texts.ENTRIES_BUDGET,
     )
+    if len(entries) < len(agents):
+        more = len(agents) - len(entries)
+        entries.append(texts.SEARCH_MORE_LINE.format(count=more, shown=len(entries)))
     header = _search_header(query, len(agents), sorted_results=True)
-    return f"{header}\n\n{texts.THIN_RULE}\n{entries}\n\n{texts.SEARCH_RESULTS_FOOTER}"
+    body = "\n\n".join(entries)
+    return f"{header}\n\n{texts.THIN_RULE}\n{body}\n\n{texts.SEARCH_RESULTS_FOOTER}"
 
 
 def no_search_results(query: SearchQuery, counts: Mapping[str | None, int]) -> str:
@@ -493,8 +478,13 @@ def history(
     else:
         recent = texts.HISTORY_RECENT_ERRORS if errors_only else texts.HISTORY_RECENT
         total = stats.error_count if errors_only else stats.total_executions
-        entries = "\n\n".join(_history_entry(rank, r) for rank, r in enumerate(records, 1))
-        heading = recent.format(shown=len(records), total=total)
-        body = f"{heading}\n{texts.THIN_RULE}\n\n{entries}"
+        entries = fitting(
+            (_history_entry(rank, r) for rank, r in enumerate(records, 1)), texts.ENTRIES_BUDGET
+        )
+        heading = recent.format(shown=len(entries), total=total)
+        if len(entries) < len(records):
+            more = len(records) - len(entries)
+            entries.append(texts.HISTORY_MORE_LINE.format(count=more, shown=len(entries)))
+        body = f"{heading}\n{texts.THIN_RULE}\n\n" + "\n\n".join(entries)
     footer = texts.HISTORY_FOOTER.format(location=location)
     return f"{header}\n\n{statistics}\n\n{body}\n\n{footer}"

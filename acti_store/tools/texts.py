@@ -34,6 +34,13 @@ CHANGE_PREVIEW_LENGTH: Final = 40
 QUOTED_VALUE_LENGTH: Final = 80
 #: Longest single validation message line.
 ERROR_MESSAGE_LENGTH: Final = 300
+#: How many agents list_created_agents shows per stratum before summarising the rest.
+LIST_AGENTS_PER_STRATUM: Final = 20
+#: Most characters of entries in one text about many agents or records: search results and
+#: history records stop before passing it; list_created_agents shares it among its groups.
+ENTRIES_BUDGET: Final = 24_000
+#: Most characters of JSON get_agent_config shows of a system prompt (the artifact has it all).
+PROMPT_SHOWN_LENGTH: Final = 20_000
 
 
 def _bullets(lines: Iterable[str]) -> str:
@@ -55,6 +62,9 @@ SOURCE_NOT_FOUND: Final = "ERROR: Source agent '{name}' not found."
 AVAILABLE_AGENTS: Final = "Available agents ({count}):\n{names}"
 AVAILABLE_AGENT_LINE: Final = "  - {name}"
 MORE_AGENTS_LINE: Final = "  ... and {count} more (use search_agents() to find one)"
+MORE_IN_STRATUM_LINE: Final = (
+    '  ... and {count} more (use search_agents(stratum="{label}") to see them)'
+)
 NO_AGENTS_YET: Final = "No agents have been created yet. Use create_agent_config() to create one."
 USE_NAMES_OR_CREATE: Final = (
     "Use one of the names above, or create a new agent with create_agent_config()."
@@ -319,6 +329,10 @@ AGENT_LIST_ENTRY: Final = """  {name}
     Tools: {tools}
     Created: {created}"""
 
+PROMPT_CUT_NOTE: Final = (
+    "Note: the system_prompt has {length} characters; only its beginning is shown above."
+)
+
 NO_AGENTS: Final = """No agents have been created yet.
 
 To create your first agent:
@@ -370,12 +384,6 @@ Validation errors:
 {errors}
 
 The agent was NOT modified. Please fix the issues and try again."""
-
-VERSION_CONFLICT: Final = """ERROR: Agent '{name}' was modified by someone else while this update \
-was being applied (expected version {expected}, found version {actual}).
-
-The agent was NOT modified. Use get_agent_config('{name}') to see the current configuration, then \
-apply your changes again."""
 
 # --------------------------------------------------------------------------------------------------
 # delete_agent_config
@@ -521,6 +529,10 @@ Suggestions:
 Current agents by stratum:
 {counts}"""
 
+SEARCH_MORE_LINE: Final = (
+    "... and {count} more result(s) not shown (this text has room for {shown}): "
+    "lower the limit or narrow the search to see them."
+)
 STRATUM_COUNT_LINE: Final = "  - {label}: {count} agent(s)"
 EXECUTIONS_WITH_RATE: Final = "{count} ({rate}% success rate)"
 
@@ -538,6 +550,9 @@ HISTORY_STATISTICS: Final = """Statistics:
 
 HISTORY_RECENT: Final = "Recent Executions (showing {shown} of {total}):"
 HISTORY_RECENT_ERRORS: Final = "Recent Failed Executions (showing {shown} of {total} errors):"
+HISTORY_MORE_LINE: Final = (
+    "... and {count} older record(s) not shown (this text has room for {shown})."
+)
 HISTORY_NO_ERRORS: Final = "No failed executions found."
 
 HISTORY_SUCCESS_ENTRY: Final = """{rank}. [SUCCESS] {timestamp} ({duration})
