@@ -44,7 +44,7 @@ from ..models import (
 )
 from ..repository import AgentRepository
 from ..validation import FieldError
-from . import render, texts
+from . import render, render_history, texts
 from .outcomes import (
     Refused,
     Result,
@@ -86,7 +86,8 @@ class BuilderTools:
     """The ten tools' logic, bound to one repository (asked for on first use).
 
     Each method takes the tool's arguments by keyword and returns ``(text, artifact)``: what the
-    LangChain tools, the CLI and other front ends all render from.
+    LangChain tools, the CLI and other front ends all render from. ``calls`` says how the texts
+    name the next step: tool calls for the model (the default), or another front end's commands.
     """
 
     def __init__(
@@ -95,8 +96,10 @@ class BuilderTools:
         *,
         model: Any = None,
         mcp_catalog: Any = None,
+        calls: texts.Calls = texts.TOOL_CALLS,
     ) -> None:
         self._repository = repository
+        self._calls = calls
         self._model = model
         self._catalog = mcp_catalog
         self._runner: AgentRunner | None = None
@@ -110,7 +113,7 @@ class BuilderTools:
 
     def _not_found(self, name: str, closing: str, **options: str) -> Refused:
         names = self.repo.list_names()
-        text = render.not_found(name, names, closing, **options)
+        text = render.not_found(name, names, closing, calls=self._calls, **options)
         return refused(text, "not_found", name=name, available=names)
 
     def _get(self, name: str, closing: str, **options: str) -> Agent:
@@ -163,11 +166,13 @@ class BuilderTools:
             agent = self.repo.create(config)
         except AgentExistsError:
             raise refused(
-                render.already_exists(config.name), "already_exists", name=config.name
+                render.already_exists(config.name, self._calls), "already_exists", name=config.name
             ) from None
         location = self.repo.location_of(agent.name)
         return success(
-            render.created(agent, location), agent=agent_document(agent), location=location
+            render.created(agent, location, self._calls),
+            agent=agent_document(agent),
+            location=location,
         )
 
     @tool_boundary
@@ -207,10 +212,12 @@ class BuilderTools:
         try:
             new = self.repo.update(agent_name, changes, expected_version=old.metadata.version)
         except NoChangesError:
-            raise refused(render.no_changes(agent_name), "no_changes", name=agent_name) from None
+            raise refused(
+                render.no_changes(agent_name, self._calls), "no_changes", name=agent_name
+            ) from None
         except VersionConflictError as exc:
             raise refused(
-                render.version_conflict(exc),
+                render.version_conflict(exc, self._calls),
                 "version_conflict",
                 name=agent_name,
                 expected_version=exc.expected,
@@ -246,7 +253,9 @@ class BuilderTools:
         try:
             if confirm is not True:  # anything but an explicit True is a dry run
                 agent = self.repo.get(agent_name)
-                text = render.delete_preview(agent, places, delete_history=params.delete_history)
+                text = render.delete_preview(
+                    agent, places, delete_history=params.delete_history, calls=self._calls
+                )
                 return success(
                     text,
                     deleted=False,
@@ -256,10 +265,12 @@ class BuilderTools:
             agent = self.repo.delete(agent_name, delete_history=params.delete_history)
         except AgentNotFoundError:
             names = self.repo.list_names()
-            text = render.delete_not_found(agent_name, names, places)
+            text = render.delete_not_found(agent_name, names, places, self._calls)
             raise refused(text, "not_found", name=agent_name, available=names) from None
         return success(
-            render.deleted(agent_name, places, delete_history=params.delete_history),
+            render.deleted(
+                agent_name, places, delete_history=params.delete_history, calls=self._calls
+            ),
             deleted=True,
             agent=agent_document(agent),
             delete_history=params.delete_history,
@@ -291,7 +302,7 @@ class BuilderTools:
             )
         except AgentExistsError:
             raise refused(
-                render.clone_target_exists(target), "already_exists", name=target
+                render.clone_target_exists(target, self._calls), "already_exists", name=target
             ) from None
         except AgentNotFoundError:  # deleted since we read it
             raise self._not_found(
@@ -301,7 +312,7 @@ class BuilderTools:
             raise invalid(exc, describe) from None
         location = self.repo.location_of(target)
         return success(
-            render.cloned(source, clone, location),
+            render.cloned(source, clone, location, self._calls),
             agent=agent_document(clone),
             source=source.name,
             source_version=source.metadata.version,
@@ -321,7 +332,8 @@ class BuilderTools:
             label: [a.name for a in members]
             for label, members in render.group_by_stratum(agents).items()
         }
-        return success(render.agent_list(agents), total=len(agents), groups=groups)
+        text = render.agent_list(agents, self._calls)
+        return success(text, total=len(agents), groups=groups)
 
     @tool_boundary
     def search_agents(
@@ -353,9 +365,9 @@ class BuilderTools:
         )
         agents = self.repo.search(search)
         if agents:
-            text = render.search_results(search, agents)
+            text = render.search_results(search, agents, self._calls)
         else:
-            text = render.no_search_results(search, self.repo.count_by_stratum())
+            text = render.no_search_results(search, self.repo.count_by_stratum(), self._calls)
         return success(
             text,
             count=len(agents),
@@ -386,7 +398,9 @@ class BuilderTools:
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES) from None
         location = self.repo.history_location_of(agent_name)
-        text = render.history(history, stats, location, errors_only=params.include_errors_only)
+        text = render_history.history(
+            history, stats, location, errors_only=params.include_errors_only, calls=self._calls
+        )
         return success(
             text,
             history=history_document(history),
