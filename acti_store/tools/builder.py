@@ -368,9 +368,12 @@ class BuilderTools:
             text = render.search_results(search, agents, self._calls)
         else:
             text = render.no_search_results(search, self.repo.count_by_stratum(), self._calls)
+        # Counted only when the limit may have cut the answer: a short page is the whole answer.
+        total = self.repo.count(search) if len(agents) == search.limit else len(agents)
         return success(
             text,
             count=len(agents),
+            total=total,
             names=[a.name for a in agents],
             query=search.model_dump(mode="json"),
         )
