@@ -60,9 +60,9 @@ def add_field_argument(
     notes = _schema_notes(model, field, info.description or "")
     if options.get("action") == "append":
         notes.append("repeatable")
-    if options.get("default") not in (None, False):
-        notes.append("default: %(default)s")
     description = (info.description or "").rstrip(".").replace("%", "%%")
+    if options.get("default") not in (None, False) and "default" not in description:
+        notes.append("default: %(default)s")
     help_text = f"{description} ({', '.join(notes)})" if notes else description
     if flags:
         parser.add_argument(*flags, dest=field, help=help_text, **options)

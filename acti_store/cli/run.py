@@ -61,6 +61,7 @@ def register(subparsers: Any) -> None:
         "timeout",
         "--timeout",
         type=checked_by(ExecutionRequest, "timeout"),
+        default=ExecutionRequest.model_fields["timeout"].default,
         metavar="S",
     )
     parser.add_argument(
