@@ -132,6 +132,7 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
         "--url",
         dest="global_url",
         default=None,
+        metavar="URL",
         help=f"database URL for any command (default: ${ENV_URL}, else {DEFAULT_URL}); a --url "
         "after the command wins",
     )
