@@ -143,6 +143,10 @@ class AgentRepository(ABC):
     def search(self, query: SearchQuery) -> list[Agent]: ...
 
     @abstractmethod
+    def count(self, query: SearchQuery) -> int:
+        """How many agents match ``query``'s filters, whatever its ``limit``."""
+
+    @abstractmethod
     def count_by_stratum(self) -> dict[str | None, int]:
         """Agents per stratum: every stratum of the contract, plus ``None`` if any have none."""
 

@@ -54,7 +54,7 @@ from .interface import (
     Mirror,
     UpdateResult,
 )
-from .search import search_statement
+from .search import count_statement, search_statement
 from .statements import (
     ALL,
     ARCHIVE_HISTORY,
@@ -363,6 +363,10 @@ class SqlAgentRepository(AgentRepository):
         with translate_errors(self._dbapi), self._engine.connect() as conn:
             stmt = search_statement(conn, query, sqlite=self._sqlite)
             return [agent_from_row(row) for row in conn.execute(stmt)]
+
+    def count(self, query: SearchQuery) -> int:
+        with translate_errors(self._dbapi), self._engine.connect() as conn:
+            return int(conn.execute(count_statement(conn, query, sqlite=self._sqlite)).scalar_one())
 
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)

@@ -43,7 +43,7 @@ from ..models import (
 )
 from ..repository import AgentRepository
 from ..validation import FieldError
-from . import listing, render, texts
+from . import listing, render, render_history, texts
 from .outcomes import (
     Refused,
     Result,
@@ -85,7 +85,8 @@ class BuilderTools:
     """The ten tools' logic, bound to one repository (asked for on first use).
 
     Each method takes the tool's arguments by keyword and returns ``(text, artifact)``: what the
-    LangChain tools, the CLI and other front ends all render from.
+    LangChain tools, the CLI and other front ends all render from. ``calls`` says how the texts
+    name the next step: tool calls for the model (the default), or another front end's commands.
     """
 
     def __init__(
@@ -94,8 +95,10 @@ class BuilderTools:
         *,
         model: Any = None,
         mcp_catalog: Any = None,
+        calls: texts.Calls = texts.TOOL_CALLS,
     ) -> None:
         self._repository = repository
+        self._calls = calls
         self._model = model
         self._catalog = mcp_catalog
         self._runner: AgentRunner | None = None
@@ -118,10 +121,14 @@ class BuilderTools:
 
     def _not_found(self, name: str, closing: str, **options: str) -> Refused:
         names, total = self._available()
-        text = render.not_found(name, names, closing, total=total, **options)
+        text = render.not_found(name, names, closing, total=total, calls=self._calls, **options)
         return refused(
             text, "not_found", name=name, available=names, available_count=max(total, len(names))
         )
+
+    def not_found(self, name: str, closing: str = texts.USE_NAMES) -> Result:
+        """The "not found" result for ``name``: the first names in the store and their count."""
+        return self._not_found(name, closing).result
 
     def _require(self, name: str, closing: str) -> None:
         """Refuse with the "not found" text when ``name`` is not in the store."""
@@ -178,11 +185,13 @@ class BuilderTools:
             agent = self.repo.create(config)
         except AgentExistsError:
             raise refused(
-                render.already_exists(config.name), "already_exists", name=config.name
+                render.already_exists(config.name, self._calls), "already_exists", name=config.name
             ) from None
         location = self.repo.location_of(agent.name)
         return success(
-            render.created(agent, location), agent=agent_document(agent), location=location
+            render.created(agent, location, self._calls),
+            agent=agent_document(agent),
+            location=location,
         )
 
     @tool_boundary
@@ -227,7 +236,9 @@ class BuilderTools:
             raise
         except NoChangesError:
             self._require(agent_name, texts.USE_NAMES_OR_CREATE)
-            raise refused(render.no_changes(agent_name), "no_changes", name=agent_name) from None
+            raise refused(
+                render.no_changes(agent_name, self._calls), "no_changes", name=agent_name
+            ) from None
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES_OR_CREATE) from None
         except ValidationError as exc:
@@ -259,7 +270,9 @@ class BuilderTools:
         try:
             if confirm is not True:  # anything but an explicit True is a dry run
                 agent = self.repo.get(agent_name)
-                text = render.delete_preview(agent, places, delete_history=params.delete_history)
+                text = render.delete_preview(
+                    agent, places, delete_history=params.delete_history, calls=self._calls
+                )
                 return success(
                     text,
                     deleted=False,
@@ -269,7 +282,7 @@ class BuilderTools:
             agent = self.repo.delete(agent_name, delete_history=params.delete_history)
         except AgentNotFoundError:
             names, total = self._available()
-            text = render.delete_not_found(agent_name, names, total, places)
+            text = render.delete_not_found(agent_name, names, total, places, self._calls)
             raise refused(
                 text,
                 "not_found",
@@ -278,7 +291,9 @@ class BuilderTools:
                 available_count=max(total, len(names)),
             ) from None
         return success(
-            render.deleted(agent_name, places, delete_history=params.delete_history),
+            render.deleted(
+                agent_name, places, delete_history=params.delete_history, calls=self._calls
+            ),
             deleted=True,
             agent=agent_document(agent),
             delete_history=params.delete_history,
@@ -310,7 +325,7 @@ class BuilderTools:
             )
         except AgentExistsError:
             raise refused(
-                render.clone_target_exists(target), "already_exists", name=target
+                render.clone_target_exists(target, self._calls), "already_exists", name=target
             ) from None
         except AgentNotFoundError:  # deleted since we read it
             raise self._not_found(
@@ -320,7 +335,7 @@ class BuilderTools:
             raise invalid(exc, describe) from None
         location = self.repo.location_of(target)
         return success(
-            render.cloned(source, clone, location),
+            render.cloned(source, clone, location, self._calls),
             agent=agent_document(clone),
             source=source.name,
             source_version=source.metadata.version,
@@ -339,7 +354,7 @@ class BuilderTools:
         counts = repo.count_by_stratum()
         groups = listing.list_groups(counts, repo.first_by_stratum(texts.LIST_AGENTS_PER_STRATUM))
         return success(
-            listing.agent_list(groups),
+            listing.agent_list(groups, self._calls),
             total=sum(g.total for g in groups),
             groups={g.label: [a.name for a in g.agents] for g in groups},
             counts={g.label: g.total for g in groups},
@@ -375,12 +390,15 @@ class BuilderTools:
         )
         agents = self.repo.search(search)
         if agents:
-            text = render.search_results(search, agents)
+            text = render.search_results(search, agents, self._calls)
         else:
-            text = render.no_search_results(search, self.repo.count_by_stratum())
+            text = render.no_search_results(search, self.repo.count_by_stratum(), self._calls)
+        # Counted only when the limit may have cut the answer: a short page is the whole answer.
+        total = self.repo.count(search) if len(agents) == search.limit else len(agents)
         return success(
             text,
             count=len(agents),
+            total=total,
             names=[a.name for a in agents],
             query=search.model_dump(mode="json"),
         )
@@ -408,7 +426,9 @@ class BuilderTools:
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES) from None
         location = self.repo.history_location_of(agent_name)
-        text = render.history(history, stats, location, errors_only=params.include_errors_only)
+        text = render_history.history(
+            history, stats, location, errors_only=params.include_errors_only, calls=self._calls
+        )
         return success(
             text,
             history=history_document(history),

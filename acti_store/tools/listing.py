@@ -57,19 +57,21 @@ def list_groups(
     return groups
 
 
-def _group(group: Group) -> str:
+def _group(group: Group, calls: texts.Calls) -> str:
     entries = [_list_entry(a) for a in group.agents]
     more = group.total - len(entries)
     if more:
         line = texts.MORE_IN_STRATUM_LINE if group.label in STRATA else texts.MORE_AGENTS_LINE
-        entries.append(line.format(count=more, label=group.label))
+        entries.append(line.format(count=more, **calls.fill(stratum=group.label)))
     return texts.AGENT_GROUP.format(
         label=group.label, count=group.total, entries="\n\n".join(entries)
     )
 
 
-def agent_list(groups: Sequence[Group]) -> str:
+def agent_list(groups: Sequence[Group], calls: texts.Calls = texts.TOOL_CALLS) -> str:
+    fragments = calls.fill()
     if not groups:
-        return texts.NO_AGENTS
+        return texts.NO_AGENTS.format(**fragments)
     total = sum(g.total for g in groups)
-    return texts.AGENT_LIST.format(groups="\n\n".join(map(_group, groups)), total=total)
+    listing = "\n\n".join(_group(group, calls) for group in groups)
+    return texts.AGENT_LIST.format(groups=listing, total=total, **fragments)

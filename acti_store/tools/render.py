@@ -20,9 +20,6 @@ from ..models import (
     STRATA,
     UPDATABLE_FIELDS,
     Agent,
-    ExecutionHistory,
-    ExecutionRecord,
-    ExecutionStats,
     SearchQuery,
     as_utc,
     truncate,
@@ -83,10 +80,6 @@ def percent(part: int, whole: int) -> str:
 
 def seconds(value: float) -> str:
     return f"{value:.1f}s"
-
-
-def _calls(count: int) -> str:
-    return f"{count} call" if count == 1 else f"{count} calls"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -154,31 +147,36 @@ def not_found(
     heading: str = texts.NOT_FOUND,
     empty_closing: str = texts.NO_AGENTS_YET,
     total: int | None = None,
+    calls: texts.Calls = texts.TOOL_CALLS,
 ) -> str:
     """The agent is missing: list the ones that exist (the first by name, ``total`` in all:
-    ``available`` may hold only the first), or say there are none."""
+    ``available`` may hold only the first), or say there are none.
+
+    ``closing`` and ``empty_closing`` are templates of ``texts`` that may take ``calls``' fragments.
+    """
     head = heading.format(name=name)
+    fragments = calls.fill(name)
     if not available:
-        return f"{head}\n\n{empty_closing}"
+        return f"{head}\n\n{empty_closing.format(**fragments)}"
     count = max(len(available), total or 0)
     shown = available[: texts.NOT_FOUND_NAMES_SHOWN]
     lines = [texts.AVAILABLE_AGENT_LINE.format(name=n) for n in shown]
     if count > len(shown):
-        lines.append(texts.MORE_AGENTS_LINE.format(count=count - len(shown)))
+        lines.append(texts.MORE_AGENTS_LINE.format(count=count - len(shown), **fragments))
     listing = texts.AVAILABLE_AGENTS.format(count=count, names="\n".join(lines))
-    return f"{head}\n\n{listing}\n\n{closing}"
+    return f"{head}\n\n{listing}\n\n{closing.format(**fragments)}"
 
 
-def already_exists(name: str) -> str:
-    return texts.ALREADY_EXISTS.format(name=name)
+def already_exists(name: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
+    return texts.ALREADY_EXISTS.format(name=name, **calls.fill(name))
 
 
-def clone_target_exists(name: str) -> str:
-    return texts.CLONE_TARGET_EXISTS.format(name=name)
+def clone_target_exists(name: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
+    return texts.CLONE_TARGET_EXISTS.format(name=name, **calls.fill(name))
 
 
-def no_changes(name: str) -> str:
-    return texts.NO_CHANGES.format(name=name)
+def no_changes(name: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
+    return texts.NO_CHANGES.format(name=name, **calls.fill(name))
 
 
 def store_error(error: Exception) -> str:
@@ -194,8 +192,9 @@ def agents_extra_missing(name: str, error: ImportError) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def created(agent: Agent, location: str) -> str:
+def created(agent: Agent, location: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
     return texts.CREATED.format(
+        **calls.fill(agent.name),
         name=agent.name,
         description=agent.description,
         tools=listed(agent.tools),
@@ -306,7 +305,9 @@ def _targets(heading: str, name: str, places: Places, *, history: bool, kept: bo
     )
 
 
-def delete_preview(agent: Agent, places: Places, *, delete_history: bool) -> str:
+def delete_preview(
+    agent: Agent, places: Places, *, delete_history: bool, calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     meta = agent.metadata
     targets = _targets(
         places.wording.to_delete,
@@ -326,30 +327,41 @@ def delete_preview(agent: Agent, places: Places, *, delete_history: bool) -> str
         successes=meta.success_count,
         errors=meta.error_count,
         targets=targets,
-        keep_history="" if delete_history else texts.KEEP_HISTORY_ARGUMENT,
+        confirm_delete=calls.fill(agent.name, keep_history=not delete_history)["confirm_delete"],
     )
 
 
-def deleted(name: str, places: Places, *, delete_history: bool) -> str:
+def deleted(
+    name: str, places: Places, *, delete_history: bool, calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     heading = places.wording.deleted
     if delete_history:
         targets = _targets(heading, name, places, history=True, kept=False)
-        return texts.DELETED.format(name=name, targets=targets)
+        return texts.DELETED.format(name=name, targets=targets, **calls.fill(name))
     targets = _targets(heading, name, places, history=False, kept=True)
     return texts.DELETED_KEEPING_HISTORY.format(
         name=name, targets=targets, note=places.wording.note
     )
 
 
-def delete_not_found(name: str, available: Sequence[str], total: int, places: Places) -> str:
+def delete_not_found(
+    name: str,
+    available: Sequence[str],
+    total: int,
+    places: Places,
+    calls: texts.Calls = texts.TOOL_CALLS,
+) -> str:
     nothing = places.wording.nothing_deleted
     empty = f"{texts.NO_AGENTS_YET}\n\n{nothing}"
-    return not_found(name, available, nothing, empty_closing=empty, total=total)
+    return not_found(name, available, nothing, empty_closing=empty, total=total, calls=calls)
 
 
-def cloned(source: Agent, clone: Agent, location: str) -> str:
+def cloned(
+    source: Agent, clone: Agent, location: str, calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     meta = clone.metadata
     return texts.CLONED.format(
+        **calls.fill(clone.name),
         source=source.name,
         source_version=source.metadata.version,
         name=clone.name,
@@ -402,7 +414,9 @@ def _executions(agent: Agent) -> str:
     return texts.EXECUTIONS_WITH_RATE.format(count=meta.execution_count, rate=rate)
 
 
-def search_results(query: SearchQuery, agents: Sequence[Agent]) -> str:
+def search_results(
+    query: SearchQuery, agents: Sequence[Agent], calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     """The results, as many as fit the budget (the rest summarised in one line)."""
     entries = fitting(
         (
@@ -426,65 +440,16 @@ def search_results(query: SearchQuery, agents: Sequence[Agent]) -> str:
         entries.append(texts.SEARCH_MORE_LINE.format(count=more, shown=len(entries)))
     header = _search_header(query, len(agents), sorted_results=True)
     body = "\n\n".join(entries)
-    return f"{header}\n\n{texts.THIN_RULE}\n{body}\n\n{texts.SEARCH_RESULTS_FOOTER}"
+    footer = texts.SEARCH_RESULTS_FOOTER.format(**calls.fill())
+    return f"{header}\n\n{texts.THIN_RULE}\n{body}\n\n{footer}"
 
 
-def no_search_results(query: SearchQuery, counts: Mapping[str | None, int]) -> str:
+def no_search_results(
+    query: SearchQuery, counts: Mapping[str | None, int], calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     lines = "\n".join(
         texts.STRATUM_COUNT_LINE.format(label=stratum_label(stratum), count=count)
         for stratum, count in counts.items()
     )
     header = _search_header(query, 0, sorted_results=False)
-    return f"{header}\n\n{texts.SEARCH_NO_RESULTS.format(counts=lines)}"
-
-
-# --------------------------------------------------------------------------------------------------
-# get_agent_history
-# --------------------------------------------------------------------------------------------------
-
-
-def _history_entry(rank: int, record: ExecutionRecord) -> str:
-    fields = {
-        "rank": rank,
-        "timestamp": record_time(record.timestamp),
-        "duration": seconds(record.duration_seconds),
-        "task": one_line(record.task),
-        "calls": _calls(record.tool_calls_count),
-    }
-    if record.success:
-        return texts.HISTORY_SUCCESS_ENTRY.format(result=one_line(record.result_summary), **fields)
-    summary = one_line(record.result_summary)
-    error = f"{record.error_type} - {summary}" if record.error_type else summary
-    return texts.HISTORY_ERROR_ENTRY.format(error=error, **fields)
-
-
-def history(
-    history: ExecutionHistory, stats: ExecutionStats, location: str, *, errors_only: bool
-) -> str:
-    header = texts.HISTORY_HEADER.format(name=history.agent_name)
-    if not stats.total_executions and not history.executions:
-        return f"{header}\n\n{texts.NO_HISTORY.format(name=history.agent_name)}"
-    average = stats.average_duration_seconds
-    statistics = texts.HISTORY_STATISTICS.format(
-        total=stats.total_executions,
-        rate=percent(stats.success_count, stats.total_executions) if stats.total_executions else 0,
-        successes=stats.success_count,
-        average=texts.NONE if average is None else seconds(average),
-        last_executed=display_time(stats.last_executed_at),
-    )
-    records = history.executions
-    if errors_only and not records:
-        body = texts.HISTORY_NO_ERRORS
-    else:
-        recent = texts.HISTORY_RECENT_ERRORS if errors_only else texts.HISTORY_RECENT
-        total = stats.error_count if errors_only else stats.total_executions
-        entries = fitting(
-            (_history_entry(rank, r) for rank, r in enumerate(records, 1)), texts.ENTRIES_BUDGET
-        )
-        heading = recent.format(shown=len(entries), total=total)
-        if len(entries) < len(records):
-            more = len(records) - len(entries)
-            entries.append(texts.HISTORY_MORE_LINE.format(count=more, shown=len(entries)))
-        body = f"{heading}\n{texts.THIN_RULE}\n\n" + "\n\n".join(entries)
-    footer = texts.HISTORY_FOOTER.format(location=location)
-    return f"{header}\n\n{statistics}\n\n{body}\n\n{footer}"
+    return f"{header}\n\n{texts.SEARCH_NO_RESULTS.format(counts=lines, **calls.fill())}"
