@@ -19,12 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..documents import agent_document, history_document
-from ..errors import (
-    AgentExistsError,
-    AgentNotFoundError,
-    AgentStoreError,
-    NoChangesError,
-)
+from ..errors import AgentExistsError, AgentNotFoundError, AgentStoreError, NoChangesError
 from ..models import (
     DEFAULT_MODEL,
     HISTORY_LIMIT_DEFAULT,
@@ -74,11 +69,6 @@ class _CloneOverrides(BaseModel):
 
 class _DeleteParameters(BaseModel):
     delete_history: bool = True
-
-
-# --------------------------------------------------------------------------------------------------
-# The tools
-# --------------------------------------------------------------------------------------------------
 
 
 class BuilderTools:
