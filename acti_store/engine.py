@@ -168,6 +168,9 @@ def upgrade_schema(engine: Engine) -> None:
         return
     with engine.execution_options(acti_write=True).begin() as conn:
         if conn.dialect.name == "postgresql":
+            # Openers queue behind a migration however long it takes (a table rewrite may take
+            # longer than lock_timeout): it is not a write waiting on another writer.
+            conn.execute(text("SET LOCAL lock_timeout = 0"))
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
         _refuse_unknown(script, set(MigrationContext.configure(conn).get_current_heads()))
         cfg.attributes["connection"] = conn
