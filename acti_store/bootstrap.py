@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from sqlalchemy.engine import URL
 
-from .engine import make_engine, upgrade_schema
+from .engine import LOCK_TIMEOUT_DEFAULT, make_engine, upgrade_schema
 from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository
 
@@ -26,6 +26,7 @@ def open_repository(
     mirror: Mirror | None = None,
     export_dir: str | os.PathLike[str] | None = None,
     engine_options: dict[str, Any] | None = None,
+    lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
@@ -33,16 +34,20 @@ def open_repository(
     aware UTC datetime) sets every timestamp the store writes; tests pass a fixed one.
     Unless a ``mirror`` is given, ``export_dir`` (else ``ACTI_STORE_EXPORT_DIR``; ``""`` for none)
     names a directory whose JSON files are rewritten after each committed write.
+    ``lock_timeout`` (seconds) is how long one call may wait in all for a lock another writer
+    holds, retries included; then it fails with a ``StoreUnavailableError`` saying so.
     """
+    if not lock_timeout > 0:
+        raise ValueError(f"lock_timeout must be a positive number of seconds, not {lock_timeout!r}")
     if mirror is None:
         directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
         if directory:
             mirror = JsonMirror(directory)
-    engine = make_engine(url, **(engine_options or {}))
+    engine = make_engine(url, lock_timeout=lock_timeout, **(engine_options or {}))
     try:
         if migrate:
             upgrade_schema(engine)
     except BaseException:
         engine.dispose()
         raise
-    return SqlAgentRepository(engine, clock=clock, mirror=mirror)
+    return SqlAgentRepository(engine, clock=clock, mirror=mirror, lock_timeout=lock_timeout)

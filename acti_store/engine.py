@@ -24,8 +24,10 @@ from .errors import SchemaVersionError
 
 ENV_URL: Final = "ACTI_STORE_URL"
 DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
-#: How long a SQLite writer waits for the lock before giving up (milliseconds).
-SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
+#: How long one call of the store may wait, in all, for a lock another writer holds (seconds):
+#: ``open_repository(lock_timeout=...)``. Every wait for a lock (SQLite's busy timeout,
+#: PostgreSQL's ``lock_timeout``) and every retry of the write count against this one deadline.
+LOCK_TIMEOUT_DEFAULT: Final = 30.0
 #: Page cache per SQLite connection, in KiB (SQLite's default is 2,000). Filled only as pages
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
 #: a 2 MB cache go to the operating system for every page.
@@ -66,22 +68,39 @@ def alembic_config(url: URL | None = None) -> Config:
     return cfg
 
 
-def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+def lock_wait_sql(sqlite: bool, seconds: float) -> str:
+    """The statement after which a lock wait gives up after ``seconds`` (at least 1 ms: 0 means
+    "never wait" to SQLite, "wait forever" to PostgreSQL). SQLite: the connection's busy timeout.
+    PostgreSQL: ``SET LOCAL``, this transaction only (run it first in the transaction)."""
+    ms = max(1, round(seconds * 1000))
+    return f"PRAGMA busy_timeout = {ms}" if sqlite else f"SET LOCAL lock_timeout = {ms}"
+
+
+def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     # We issue BEGIN ourselves (see _sqlite_begin): the driver must not.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    _enable_wal(cursor)
+    cursor.execute(lock_wait_sql(True, lock_timeout))
+    _enable_wal(cursor, lock_timeout)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
 
 
-def _enable_wal(cursor: Any) -> None:
+def _postgresql_connect(dbapi_connection: Any, lock_timeout: float) -> None:
+    # A write waiting for a row lock gives up after lock_timeout (PostgreSQL waits forever by
+    # default): the repository then retries within the same deadline, or reports the lock.
+    ms = max(1, round(lock_timeout * 1000))
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = {ms}")
+    dbapi_connection.commit()
+
+
+def _enable_wal(cursor: Any, lock_timeout: float) -> None:
     """Switch to WAL (kept in the file once set). Switching needs the database to itself and does
     not wait on the busy timeout: two processes opening a new store at once retry here."""
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + lock_timeout
     delay = 0.005
     while True:
         try:
@@ -100,9 +119,19 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(SQLITE_BEGIN_WRITE if writes else SQLITE_BEGIN_READ)
 
 
-def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
-    """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout)."""
+def make_engine(
+    url: str | URL | None = None, *, lock_timeout: float = LOCK_TIMEOUT_DEFAULT, **kwargs: Any
+) -> Engine:
+    """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout; both: lock
+    waits end after ``lock_timeout`` seconds)."""
     resolved = resolve_url(url)
+
+    def connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        if resolved.get_backend_name() == "sqlite":
+            _sqlite_connect(dbapi_connection, lock_timeout)
+        elif resolved.get_backend_name() == "postgresql":
+            _postgresql_connect(dbapi_connection, lock_timeout)
+
     if resolved.get_backend_name() == "sqlite":
         database = resolved.database
         if database and database != ":memory:" and not database.startswith("file:"):
@@ -111,11 +140,13 @@ def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
         # path, SQLAlchemy's own connections), so the pool need not roll back again on check-in.
         kwargs.setdefault("pool_reset_on_return", None)
         engine = create_engine(resolved, **kwargs)
-        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "connect", connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(resolved, **kwargs)
+    engine = create_engine(resolved, **kwargs)
+    event.listen(engine, "connect", connect)
+    return engine
 
 
 def upgrade_schema(engine: Engine) -> None:
@@ -137,6 +168,9 @@ def upgrade_schema(engine: Engine) -> None:
         return
     with engine.execution_options(acti_write=True).begin() as conn:
         if conn.dialect.name == "postgresql":
+            # Openers queue behind a migration however long it takes (a table rewrite may take
+            # longer than lock_timeout): it is not a write waiting on another writer.
+            conn.execute(text("SET LOCAL lock_timeout = 0"))
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
         _refuse_unknown(script, set(MigrationContext.configure(conn).get_current_heads()))
         cfg.attributes["connection"] = conn

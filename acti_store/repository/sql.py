@@ -8,7 +8,6 @@ exceptions in ``acti_store.dberrors``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from functools import partial
@@ -17,15 +16,9 @@ from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
-from ..dberrors import is_retryable, translate_errors, translated
-from ..engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
-from ..errors import (
-    AgentExistsError,
-    AgentNotFoundError,
-    NoChangesError,
-    StoreUnavailableError,
-    VersionConflictError,
-)
+from ..dberrors import translate_errors, translated
+from ..engine import LOCK_TIMEOUT_DEFAULT, SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, lock_wait_sql
+from ..errors import AgentExistsError, AgentNotFoundError, NoChangesError, VersionConflictError
 from ..models import (
     DESCRIPTION_MAX_LENGTH,
     HISTORY_LIMIT_DEFAULT,
@@ -45,6 +38,7 @@ from ..models import (
 )
 from ..sqlexec import Connections, Cursor, connections_for
 from .bulk import put_all
+from .deadline import within_deadline
 from .interface import (
     AgentRepository,
     BulkPutResult,
@@ -100,8 +94,6 @@ T = TypeVar("T")
 CLONE_SUFFIX: Final = " (clone)"
 #: Query parameters of a database URL that hold a credential (never shown in ``location``).
 _URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
-#: How often a write is retried when the engine reports a lock or serialization conflict.
-WRITE_ATTEMPTS: Final = 8
 
 
 def _require_storable(name: str) -> None:
@@ -134,8 +126,9 @@ def _clone_description(source: str) -> str:
 class SqlAgentRepository(AgentRepository):
     """``AgentRepository`` on SQLAlchemy: SQLite (default) or PostgreSQL.
 
-    Every write is one transaction, retried a bounded number of times when the engine reports a
-    lock or serialization conflict; nothing is written by an operation that fails. Frequent
+    Every write is one transaction, retried when the engine reports a lock or serialization
+    conflict, all within ``lock_timeout`` seconds (``deadline``); nothing is written by an
+    operation that fails. Frequent
     operations run prepared statements on a DBAPI connection (``sqlexec``: kept and reused for a
     SQLite file, from the pool otherwise); search and the rare paths use SQLAlchemy Core
     connections from the engine's pool.
@@ -147,8 +140,10 @@ class SqlAgentRepository(AgentRepository):
         *,
         clock: Clock | None = None,
         mirror: Mirror | None = None,
+        lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
     ) -> None:
         self._engine = engine
+        self._lock_timeout = lock_timeout
         self._connections = connections_for(engine)
         self._dialect = engine.dialect
         self._dbapi = engine.dialect.loaded_dbapi
@@ -177,26 +172,38 @@ class SqlAgentRepository(AgentRepository):
     def close(self) -> None:
         self._connections.close()
 
-    def _run(self, work: Callable[[Cursor], T], *, begin: str | None) -> T:
+    def _run(
+        self, work: Callable[[Cursor], T], *, begin: str | None, lock_wait: float | None = None
+    ) -> T:
         """Run ``work`` on a pooled DBAPI connection, committed if it returns, else rolled back.
 
         ``begin`` is what SQLite opens the transaction with: ``SQLITE_BEGIN_WRITE`` for writes,
         ``SQLITE_BEGIN_READ`` for a read that needs one snapshot, None for a single-statement
         read (the engine's policy, ``acti_store.engine``). PostgreSQL begins implicitly.
+        ``lock_wait`` (seconds) bounds this transaction's lock waits instead of ``lock_timeout``.
         """
         connections = self._connections
         connection = connections.take()
         raw_cursor = connection.cursor()
+        # SQLite's busy timeout belongs to the connection: put back before it is reused.
+        restore = lock_wait is not None and self._sqlite
         try:
             cursor = Cursor(raw_cursor, self._dialect)
+            if lock_wait is not None:
+                cursor.raw(lock_wait_sql(self._sqlite, lock_wait))
             if begin is not None and self._sqlite:
                 cursor.raw(begin)
             result = work(cursor)
+            if restore:
+                cursor.raw(lock_wait_sql(True, self._lock_timeout))
             if begin is not None or not self._sqlite:  # else SQLite had no transaction open
                 connection.commit()
         except BaseException:
             raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
-            _roll_back(connections, connection)
+            if restore:  # its busy timeout may still be the shorter one: not reused
+                connections.discard(connection)
+            else:
+                _roll_back(connections, connection)
             raise
         raw_cursor.close()
         connections.give(connection)
@@ -212,22 +219,14 @@ class SqlAgentRepository(AgentRepository):
             raise error from exc
 
     def _write(self, work: Callable[[Cursor], T], *, name: str | None = None) -> T:
-        """Run ``work`` in one write transaction; retry on lock or serialization conflicts."""
-        delay = 0.01
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
-            try:
-                return self._run(work, begin=SQLITE_BEGIN_WRITE)
-            except Exception as exc:
-                error = translated(exc, self._dbapi, name)
-                if error is None:
-                    raise
-                if not isinstance(error, StoreUnavailableError) or not is_retryable(exc):
-                    raise error from exc
-                if attempt == WRITE_ATTEMPTS:
-                    raise error from exc
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Run ``work`` in one write transaction; retry on lock or serialization conflicts
+        until the lock timeout (``deadline.within_deadline``)."""
+        return within_deadline(
+            lambda wait: self._run(work, begin=SQLITE_BEGIN_WRITE, lock_wait=wait),
+            lock_timeout=self._lock_timeout,
+            dbapi=self._dbapi,
+            name=name,
+        )
 
     def _notify(self, *names: str) -> None:
         if self.mirror is not None:

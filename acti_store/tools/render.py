@@ -1,7 +1,5 @@
-"""Domain models and errors in, the contract's texts out. Pure functions: no I/O, no rules.
-
-Every template comes from ``texts``; this module only chooses and fills them.
-"""
+"""Domain models and errors in, the contract's texts out. Pure functions: no I/O, no rules;
+every template comes from ``texts``, this module only chooses and fills them."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ from pydantic import ValidationError
 
 from .. import validation
 from ..documents import agent_document, dumps
+from ..errors import AgentStoreError
 from ..models import (
     SORT_DESCRIPTIONS,
     STRATA,
@@ -179,8 +178,9 @@ def no_changes(name: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
     return texts.NO_CHANGES.format(name=name, **calls.fill(name))
 
 
-def store_error(error: Exception) -> str:
-    return texts.STORE_ERROR.format(reason=quoted(str(error), texts.ERROR_MESSAGE_LENGTH))
+def store_error(error: AgentStoreError) -> str:
+    template = texts.STORE_ERROR if error.transient else texts.STORE_ERROR_LASTING
+    return template.format(reason=quoted(str(error), texts.ERROR_MESSAGE_LENGTH))
 
 
 def agents_extra_missing(name: str, error: ImportError) -> str:

@@ -217,11 +217,21 @@ Please fix the issues and try again."""
 
 NOT_UNICODE: Final = "text must be valid Unicode (it contains a lone surrogate)"
 
+#: A store error trying again can help with (a lock, a lost connection, a conflict).
 STORE_ERROR: Final = """ERROR: The agent store could not complete the request.
 
 Reason: {reason}
 
-Nothing was changed. Try again in a moment; if it keeps failing, report the reason to the user."""
+Nothing was changed. This is temporary: try again in a moment; if it keeps failing, report the \
+reason to the user."""
+
+#: A store error that lasts (a corrupt or read-only file, a full disk, no permission, ...).
+STORE_ERROR_LASTING: Final = """ERROR: The agent store could not complete the request.
+
+Reason: {reason}
+
+Nothing was changed. Trying again will not help: the store itself needs attention. Tell the \
+user the reason above; do not retry this request until it is fixed."""
 
 AGENTS_EXTRA_MISSING: Final = (
     "ERROR: Cannot execute agent '{name}' - the agent runtime is not installed.\n\n"
