@@ -302,7 +302,7 @@ async def measure(
         "median_lag_ms": round(statistics.median(lags) * 1000, 1),
         "ticks_over_50ms": sum(lag > 0.05 for lag in lags),
         "outcomes": outcomes,
-        "imported_on_loop": spy.imported,
+        "imported_on_loop": sorted(set(spy.imported)),
         "gc_longest_ms": [round(p * 1000, 1) for p in pauses.longest],
         "load_average": [round(x, 1) for x in os.getloadavg()],
     }

@@ -1,7 +1,7 @@
 """The runs' own event loop, in a background thread: an async caller's loop only awaits a run.
 
 A run is mostly LangGraph and deepagents working between model calls: every step of the graph
-(middleware, token counting, message bookkeeping) is synchronous Python, 50-100 ms of it per run.
+(middleware, token counting, message bookkeeping) is synchronous Python, tens of ms per run.
 On the caller's loop, twenty runs at once stall that loop for hundreds of milliseconds whenever
 their steps fall due together. ``in_background`` runs the coroutine on one loop of our own, in a
 daemon thread ("acti-store-runs"), and the caller's loop just waits for the answer: what is left
