@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from sqlalchemy import exc as sa_exc
 
-from .errors import AgentExistsError, AgentStoreError, StoreUnavailableError
+from .errors import AgentExistsError, AgentStoreError, ReadOnlyStoreError, StoreUnavailableError
 
 #: PostgreSQL: serialization failure, deadlock, lock not available. Trying again can succeed.
 _RETRYABLE_SQLSTATES: Final = frozenset({"40001", "40P01", "55P03"})
@@ -30,6 +30,13 @@ _SQLITE_UNIQUE_CODES: Final = frozenset(
 )
 #: The primary result code is the low byte of an extended one (SQLITE_BUSY_SNAPSHOT is a BUSY).
 _SQLITE_PRIMARY_CODE_MASK: Final = 0xFF
+#: PostgreSQL: a write in a read-only transaction.
+_READ_ONLY_SQLSTATE: Final = "25006"
+#: What to do about a store this process cannot write.
+READ_ONLY_HINT: Final = (
+    "the store (its file or its folder) cannot be written by this process: open it with "
+    "read_only=True (acti-store --read-only) to read it"
+)
 
 
 def driver_error(exc: BaseException) -> BaseException:
@@ -45,6 +52,15 @@ def is_sqlite_busy(exc: BaseException) -> bool:
     """SQLite could not get a lock another connection holds ("database is locked")."""
     code = _sqlite_code(driver_error(exc))
     return code is not None and code & _SQLITE_PRIMARY_CODE_MASK == sqlite3.SQLITE_BUSY
+
+
+def is_read_only(exc: BaseException) -> bool:
+    """The database refused a write because it is read-only (SQLite) or the transaction is."""
+    orig = driver_error(exc)
+    code = _sqlite_code(orig)
+    if code is not None:
+        return code & _SQLITE_PRIMARY_CODE_MASK == sqlite3.SQLITE_READONLY
+    return getattr(orig, "sqlstate", None) == _READ_ONLY_SQLSTATE
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -73,6 +89,8 @@ def translated(exc: BaseException, dbapi: Any, name: str | None = None) -> BaseE
         if name is not None and _is_unique_violation(orig):
             return AgentExistsError(name)
         return AgentStoreError(f"the store refused the write: {orig}")
+    if is_read_only(orig):
+        return ReadOnlyStoreError(f"{READ_ONLY_HINT} ({orig})")
     if isinstance(orig, dbapi.DataError | dbapi.ProgrammingError):
         return AgentStoreError(f"the store rejected the statement: {orig}")
     return StoreUnavailableError(f"the store is unavailable: {orig}")
@@ -92,7 +110,10 @@ def translate_errors(dbapi: Any, name: str | None = None) -> Iterator[None]:
         raise error from exc
 
 
-def unreachable(exc: BaseException) -> StoreUnavailableError:
+def unreachable(exc: BaseException) -> AgentStoreError:
     """The error for a store that cannot be opened at all: the first line of what failed."""
     lines = str(driver_error(exc)).strip().splitlines()
-    return StoreUnavailableError(f"cannot open the store: {lines[0] if lines else ''}")
+    first = lines[0] if lines else ""
+    if is_read_only(exc):
+        return ReadOnlyStoreError(f"cannot open the store: {first}: {READ_ONLY_HINT}")
+    return StoreUnavailableError(f"cannot open the store: {first}")

@@ -7,22 +7,28 @@ Callers get domain models (``acti_store.models``), never rows. ``SqlAgentReposit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from pydantic import ValidationError
+
+from ..errors import ArgumentTypeError, InvalidAgentError, InvalidInputError
 from ..models import (
     HISTORY_LIMIT_DEFAULT,
+    UPDATABLE_FIELDS,
     Agent,
     AgentConfig,
     AgentUpdate,
     ExecutionHistory,
     ExecutionRecord,
     ExecutionStats,
+    HistoryRequest,
     SearchQuery,
 )
+from ..validation import quoted, refusal
 
 Clock = Callable[[], datetime]
 ConflictPolicy = Literal["skip", "replace", "fail"]
@@ -55,8 +61,49 @@ class BulkPutResult:
     outcomes: dict[str, ImportOutcome] = field(default_factory=dict)
 
 
+def checked_update(name: str, changes: AgentUpdate | Mapping[str, Any]) -> AgentUpdate:
+    """``changes`` as an ``AgentUpdate``: a mapping of field names to values is validated into
+    one (``InvalidAgentError`` lists every problem); anything else is an ``ArgumentTypeError``."""
+    if isinstance(changes, AgentUpdate):
+        return changes
+    if not isinstance(changes, Mapping):
+        raise ArgumentTypeError(
+            "update() takes the changes as an AgentUpdate or a mapping of the fields to change "
+            f"({', '.join(UPDATABLE_FIELDS)}) to their new values, not {type(changes).__name__}"
+        )
+    try:
+        return AgentUpdate.model_validate(dict(changes))
+    except ValidationError as exc:
+        raise refusal(exc, f"update of agent {quoted(name)}", InvalidAgentError) from None
+
+
+def checked_config(
+    values: dict[str, Any], subject: str, aliases: Mapping[str, str] | None = None
+) -> AgentConfig:
+    """``values`` as an ``AgentConfig``, or ``InvalidAgentError`` listing every problem."""
+    try:
+        return AgentConfig.model_validate(values)
+    except ValidationError as exc:
+        raise refusal(exc, subject, InvalidAgentError, aliases=aliases or {}) from None
+
+
+def checked_history_request(limit: object, errors_only: object) -> HistoryRequest:
+    """What ``get_history`` reads, by the rule of ``HistoryRequest`` (the tools' too): an
+    out-of-range ``limit`` is an ``InvalidInputError``, never silently clamped."""
+    try:
+        return HistoryRequest(limit=limit, include_errors_only=errors_only)
+    except ValidationError as exc:
+        raise refusal(exc, "history request", InvalidInputError) from None
+
+
 class AgentRepository(ABC):
-    """Storage of agent configurations, their metadata and execution history."""
+    """Storage of agent configurations, their metadata and execution history.
+
+    Every method may raise ``StoreUnavailableError`` (the database cannot be reached or is
+    locked for too long) and, on a store opened with ``read_only=True``, every write raises
+    ``ReadOnlyStoreError``; all are ``AgentStoreError``. Invalid input is an ``InvalidInputError``
+    (``InvalidAgentError`` for agent fields), which is also a ``ValueError``.
+    """
 
     mirror: Mirror | None = None
 
@@ -67,7 +114,8 @@ class AgentRepository(ABC):
 
     @abstractmethod
     def now(self) -> datetime:
-        """The store's clock: timezone-aware UTC."""
+        """The store's clock: timezone-aware UTC. Pass it (or ``datetime.now(timezone.utc)``)
+        as a record's timestamp: naive datetimes are refused."""
 
     def location_of(self, name: str) -> str:
         """Where the record of ``name`` lives: its mirror file when there is one."""
@@ -83,7 +131,8 @@ class AgentRepository(ABC):
 
     @abstractmethod
     def create(self, config: AgentConfig) -> Agent:
-        """Store a new agent at version 1. Raises ``AgentExistsError``."""
+        """Store a new agent at version 1. Raises ``AgentExistsError``. (``AgentConfig(...)``
+        itself raises pydantic's ``ValidationError``, a ``ValueError``, for invalid fields.)"""
 
     @abstractmethod
     def get(self, name: str) -> Agent:
@@ -101,11 +150,18 @@ class AgentRepository(ABC):
         """Every agent's name, sorted."""
 
     @abstractmethod
-    def update(self, name: str, changes: AgentUpdate, expected_version: int | None = None) -> Agent:
-        """Apply a partial update and bump the version.
+    def update(
+        self,
+        name: str,
+        changes: AgentUpdate | Mapping[str, Any],
+        expected_version: int | None = None,
+    ) -> Agent:
+        """Apply a partial update (an ``AgentUpdate``, or a mapping of field names to new values)
+        and bump the version.
 
-        Raises ``AgentNotFoundError``, ``NoChangesError``, and ``VersionConflictError`` when
-        ``expected_version`` is given and the stored version differs.
+        Raises ``AgentNotFoundError``, ``NoChangesError``, ``InvalidAgentError`` (every invalid
+        field), ``ArgumentTypeError`` when ``changes`` is neither, and ``VersionConflictError``
+        when ``expected_version`` is given and the stored version differs.
         """
 
     @abstractmethod
@@ -121,7 +177,11 @@ class AgentRepository(ABC):
         description: str | None = None,
         tags: list[str] | None = None,
     ) -> Agent:
-        """Copy an agent under a new name with fresh metadata and no history."""
+        """Copy an agent under a new name with fresh metadata and no history.
+
+        Raises ``AgentNotFoundError`` (the source), ``AgentExistsError`` (the new name) and
+        ``InvalidAgentError`` listing every invalid field (``new_name``, ``description``,
+        ``tags``)."""
 
     @abstractmethod
     def search(self, query: SearchQuery) -> list[Agent]: ...
@@ -132,12 +192,15 @@ class AgentRepository(ABC):
 
     @abstractmethod
     def record_execution(self, name: str, record: ExecutionRecord) -> None:
-        """Append a run to the history (keeping the newest 50) and move the counters."""
+        """Append a run to the history (keeping the newest 50) and move the counters.
+        Raises ``AgentNotFoundError``."""
 
     @abstractmethod
     def get_history(
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
-    ) -> ExecutionHistory: ...
+    ) -> ExecutionHistory:
+        """The newest ``limit`` records (1-50, the rule of ``HistoryRequest``), newest first.
+        Raises ``AgentNotFoundError``, and ``InvalidInputError`` for a limit out of range."""
 
     @abstractmethod
     def execution_stats(self, name: str) -> ExecutionStats: ...

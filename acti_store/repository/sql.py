@@ -9,27 +9,28 @@ exceptions in ``acti_store.dberrors``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
 from ..dberrors import is_retryable, translate_errors, translated
-from ..engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
+from ..engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, sqlite_path
 from ..errors import (
     AgentExistsError,
     AgentNotFoundError,
+    InvalidInputError,
     NoChangesError,
+    ReadOnlyStoreError,
     StoreUnavailableError,
     VersionConflictError,
 )
 from ..models import (
     DESCRIPTION_MAX_LENGTH,
     HISTORY_LIMIT_DEFAULT,
-    HISTORY_MAX_RECORDS,
+    NAIVE_DATETIME_RULE,
     STRATA,
     Agent,
     AgentConfig,
@@ -44,6 +45,7 @@ from ..models import (
     utc_now,
 )
 from ..sqlexec import Connections, Cursor, connections_for
+from ..validation import quoted
 from .bulk import put_all
 from .interface import (
     AgentRepository,
@@ -52,6 +54,9 @@ from .interface import (
     ConflictPolicy,
     ImportItem,
     Mirror,
+    checked_config,
+    checked_history_request,
+    checked_update,
 )
 from .search import search_statement
 from .statements import (
@@ -96,6 +101,7 @@ from .statements import (
 T = TypeVar("T")
 
 CLONE_SUFFIX: Final = " (clone)"
+READ_ONLY: Final = "nothing can be written to it (open it without read_only=True to change it)"
 #: Query parameters of a database URL that hold a credential (never shown in ``location``).
 _URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
 #: How often a write is retried when the engine reports a lock or serialization conflict.
@@ -145,8 +151,10 @@ class SqlAgentRepository(AgentRepository):
         *,
         clock: Clock | None = None,
         mirror: Mirror | None = None,
+        read_only: bool = False,
     ) -> None:
         self._engine = engine
+        self.read_only = read_only
         self._connections = connections_for(engine)
         self._dialect = engine.dialect
         self._dbapi = engine.dialect.loaded_dbapi
@@ -164,13 +172,16 @@ class SqlAgentRepository(AgentRepository):
     def location(self) -> str:
         url = self._engine.url
         if self._sqlite and url.database not in (None, "", ":memory:"):
-            return str(Path(url.database or "").resolve())
+            return str(sqlite_path(url.database or "").resolve())
         # libpq also takes a password from the query string (``?password=...``): drop it too.
         secrets = [key for key in url.query if key.lower() in _URL_SECRET_PARAMETERS]
         return url.difference_update_query(secrets).render_as_string(hide_password=True)
 
     def now(self) -> datetime:
-        return self._clock()
+        value = self._clock()
+        if value.tzinfo is None:  # it would be stored as UTC, hours off in most time zones
+            raise InvalidInputError("clock", [("the time it returned", NAIVE_DATETIME_RULE)])
+        return value
 
     def close(self) -> None:
         self._connections.close()
@@ -211,6 +222,8 @@ class SqlAgentRepository(AgentRepository):
 
     def _write(self, work: Callable[[Cursor], T], *, name: str | None = None) -> T:
         """Run ``work`` in one write transaction; retry on lock or serialization conflicts."""
+        if self.read_only:
+            raise ReadOnlyStoreError(f"the store at {self.location} is open read-only: {READ_ONLY}")
         delay = 0.01
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
@@ -265,8 +278,13 @@ class SqlAgentRepository(AgentRepository):
     def list_names(self) -> list[str]:
         return self._read(lambda cursor: [r[0] for r in cursor.all(NAMES)])
 
-    def update(self, name: str, changes: AgentUpdate, expected_version: int | None = None) -> Agent:
-        fields = changes.changes()
+    def update(
+        self,
+        name: str,
+        changes: AgentUpdate | Mapping[str, Any],
+        expected_version: int | None = None,
+    ) -> Agent:
+        fields = checked_update(name, changes).changes()
         if not fields:
             raise NoChangesError(name)
 
@@ -277,7 +295,8 @@ class SqlAgentRepository(AgentRepository):
             if expected_version is not None and version != expected_version:
                 raise VersionConflictError(name, expected_version, version)
             # Validate the merged result with the same model as create: one set of rules.
-            merged = AgentConfig.model_validate(dict(current.config) | fields)
+            subject = f"update of agent {quoted(name)}"
+            merged = checked_config(dict(current.config) | fields, subject)
             meta = current.metadata.model_copy(
                 update={"updated_at": self.now(), "version": version + 1}
             )
@@ -338,7 +357,11 @@ class SqlAgentRepository(AgentRepository):
             }
             if tags is not None:
                 overrides["tags"] = tags
-            config = AgentConfig.model_validate(dict(source.config) | overrides)
+            config = checked_config(
+                dict(source.config) | overrides,
+                f"clone of {quoted(source_name)} as {quoted(new_name)}",
+                {"name": "new_name"},
+            )
             if cursor.first(GET_ID, {"name": new_name}) is not None:
                 raise AgentExistsError(new_name)
             now = self.now()
@@ -391,10 +414,12 @@ class SqlAgentRepository(AgentRepository):
     def get_history(
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
     ) -> ExecutionHistory:
+        request = checked_history_request(limit, errors_only)
         _require_storable(name)
-        limit = max(1, min(limit, HISTORY_MAX_RECORDS))
         rows = self._read(
-            lambda cursor: cursor.all(HISTORY[errors_only], {"name": name, "limit": limit})
+            lambda cursor: cursor.all(
+                HISTORY[request.include_errors_only], {"name": name, "limit": request.limit}
+            )
         )
         if not rows:
             raise AgentNotFoundError(name)

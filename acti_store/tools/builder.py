@@ -23,6 +23,7 @@ from ..errors import (
     AgentExistsError,
     AgentNotFoundError,
     AgentStoreError,
+    InvalidAgentError,
     NoChangesError,
     VersionConflictError,
 )
@@ -218,7 +219,7 @@ class BuilderTools:
             ) from None
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES_OR_CREATE) from None
-        except ValidationError as exc:
+        except InvalidAgentError as exc:
             # Our arguments passed the same rules above; the repository validates the merged
             # configuration, which fails when a stored value breaks a rule (a row written by an
             # older release or by hand). Say which field, so the model can replace it.
@@ -297,7 +298,7 @@ class BuilderTools:
             raise self._not_found(
                 source_key, texts.USE_NAMES_AS_SOURCE, heading=texts.SOURCE_NOT_FOUND
             ) from None
-        except ValidationError as exc:  # a stored value of the source breaks a rule (see update)
+        except InvalidAgentError as exc:  # a stored value of the source breaks a rule (see update)
             raise invalid(exc, describe) from None
         location = self.repo.location_of(target)
         return success(
