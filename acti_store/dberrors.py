@@ -34,8 +34,8 @@ _SQLITE_PRIMARY_CODE_MASK: Final = 0xFF
 _READ_ONLY_SQLSTATE: Final = "25006"
 #: What to do about a store this process cannot write.
 READ_ONLY_HINT: Final = (
-    "the store (its file or its folder) cannot be written by this process: open it with "
-    "read_only=True (acti-store --read-only) to read it"
+    "the store (its file or its folder) cannot be written by this process: to read it, open "
+    "it with read_only=True (acti-store list, show, search, history, export: --read-only)"
 )
 
 

@@ -199,8 +199,9 @@ def read_only_url(url: URL) -> URL:
 
     When the file's folder is not writable either, SQLite could not create the side files WAL
     reads need, so the file is opened ``immutable=1``: SQLite then takes no locks and assumes
-    nobody changes the file while it is open. Unless a write-ahead log is there (a writer was
-    killed before merging it): immutable reads would not see it, so that store is refused.
+    nobody changes the file while it is open. Not when a write-ahead log is there (a writer was
+    killed before merging it), which immutable reads would not see: it is read through its
+    ``-shm`` index with ``mode=ro``, and without that index the store is refused.
     """
     database = url.database or ""
     if database in ("", ":memory:") or database.startswith("file:"):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -87,13 +87,24 @@ def checked_config(
         raise refusal(exc, subject, InvalidAgentError, aliases=aliases or {}) from None
 
 
-def checked_history_request(limit: object, errors_only: object) -> HistoryRequest:
-    """What ``get_history`` reads, by the rule of ``HistoryRequest`` (the tools' too): an
+#: ``HistoryRequest``'s range of ``limit``, read from the model: the fast path of the check.
+_LIMIT_RANGE: Final = HistoryRequest.model_json_schema()["properties"]["limit"]
+
+
+def checked_history_request(limit: object, errors_only: object) -> tuple[int, bool]:
+    """``(limit, errors_only)`` by the rule of ``HistoryRequest`` (the tools' too): an
     out-of-range ``limit`` is an ``InvalidInputError``, never silently clamped."""
+    if (
+        type(limit) is int
+        and type(errors_only) is bool
+        and _LIMIT_RANGE["minimum"] <= limit <= _LIMIT_RANGE["maximum"]
+    ):
+        return limit, errors_only  # what the model would accept as it is (reads are hot)
     try:
-        return HistoryRequest(limit=limit, include_errors_only=errors_only)
+        request = HistoryRequest(limit=limit, include_errors_only=errors_only)
     except ValidationError as exc:
         raise refusal(exc, "history request", InvalidInputError) from None
+    return request.limit, request.include_errors_only
 
 
 class AgentRepository(ABC):

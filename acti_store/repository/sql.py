@@ -414,12 +414,10 @@ class SqlAgentRepository(AgentRepository):
     def get_history(
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
     ) -> ExecutionHistory:
-        request = checked_history_request(limit, errors_only)
+        limit, errors_only = checked_history_request(limit, errors_only)
         _require_storable(name)
         rows = self._read(
-            lambda cursor: cursor.all(
-                HISTORY[request.include_errors_only], {"name": name, "limit": request.limit}
-            )
+            lambda cursor: cursor.all(HISTORY[errors_only], {"name": name, "limit": limit})
         )
         if not rows:
             raise AgentNotFoundError(name)
