@@ -32,7 +32,7 @@ from .models import (
     ExecutionStats,
     SearchQuery,
 )
-from .repository import AgentRepository, ImportItem, SqlAgentRepository
+from .repository import AgentRepository, ImportItem, SqlAgentRepository, UpdateResult
 
 __all__ = [
     "Agent",
@@ -62,6 +62,7 @@ __all__ = [
     "SqlAgentRepository",
     "StoreUnavailableError",
     "StoreUrlError",
+    "UpdateResult",
     "VersionConflictError",
     "export_json",
     "import_json",

@@ -31,8 +31,10 @@ from .errors import (
 
 ENV_URL: Final = "ACTI_STORE_URL"
 DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
-#: How long a SQLite writer waits for the lock before giving up (milliseconds).
-SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
+#: How long one call of the store may wait, in all, for a lock another writer holds (seconds):
+#: ``open_repository(lock_timeout=...)``. Every wait for a lock (SQLite's busy timeout,
+#: PostgreSQL's ``lock_timeout``) and every retry of the write count against this one deadline.
+LOCK_TIMEOUT_DEFAULT: Final = 30.0
 #: Page cache per SQLite connection, in KiB (SQLite's default is 2,000). Filled only as pages
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
 #: a 2 MB cache go to the operating system for every page.
@@ -109,22 +111,41 @@ def alembic_config(url: URL | None = None) -> Config:
     return cfg
 
 
-def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+def lock_wait_sql(sqlite: bool, seconds: float) -> str:
+    """The statement after which a lock wait gives up after ``seconds`` (at least 1 ms: 0 means
+    "never wait" to SQLite, "wait forever" to PostgreSQL). SQLite: the connection's busy timeout.
+    PostgreSQL: ``SET LOCAL``, this transaction only (run it first in the transaction)."""
+    ms = max(1, round(seconds * 1000))
+    return f"PRAGMA busy_timeout = {ms}" if sqlite else f"SET LOCAL lock_timeout = {ms}"
+
+
+def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     # We issue BEGIN ourselves (see _sqlite_begin): the driver must not.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    _enable_wal(cursor)
+    cursor.execute(lock_wait_sql(True, lock_timeout))
+    _enable_wal(cursor, lock_timeout)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
 
 
-def _enable_wal(cursor: Any) -> None:
+def _postgresql_connect(dbapi_connection: Any, lock_timeout: float, *, read_only: bool) -> None:
+    # A write waiting for a row lock gives up after lock_timeout (PostgreSQL waits forever by
+    # default): the repository then retries within the same deadline, or reports the lock.
+    ms = max(1, round(lock_timeout * 1000))
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = {ms}")
+        if read_only:  # every transaction of the session is read-only: the server refuses writes
+            cursor.execute("SET SESSION default_transaction_read_only = on")
+    dbapi_connection.commit()
+
+
+def _enable_wal(cursor: Any, lock_timeout: float) -> None:
     """Switch to WAL (kept in the file once set). Switching needs the database to itself and does
     not wait on the busy timeout: two processes opening a new store at once retry here."""
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + lock_timeout
     delay = 0.005
     while True:
         try:
@@ -143,8 +164,15 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(SQLITE_BEGIN_WRITE if writes else SQLITE_BEGIN_READ)
 
 
-def make_engine(url: str | URL | None = None, *, read_only: bool = False, **kwargs: Any) -> Engine:
-    """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout).
+def make_engine(
+    url: str | URL | None = None,
+    *,
+    read_only: bool = False,
+    lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
+    **kwargs: Any,
+) -> Engine:
+    """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout; both: lock
+    waits end after ``lock_timeout`` seconds).
 
     ``read_only`` opens for reading only (``read_only_url``; no WAL switch, no folder created;
     PostgreSQL sessions default to read-only transactions). Raises ``StoreUrlError`` for a URL
@@ -152,6 +180,14 @@ def make_engine(url: str | URL | None = None, *, read_only: bool = False, **kwar
     missing, and ``StoreUnavailableError`` when the SQLite file's folder cannot be created.
     """
     resolved = resolve_url(url)
+
+    def connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        if resolved.get_backend_name() == "sqlite":
+            policy = _sqlite_reader if read_only else _sqlite_connect
+            policy(dbapi_connection, lock_timeout)
+        elif resolved.get_backend_name() == "postgresql":
+            _postgresql_connect(dbapi_connection, lock_timeout, read_only=read_only)
+
     if resolved.get_backend_name() == "sqlite":
         if read_only:
             resolved = read_only_url(resolved)
@@ -161,13 +197,12 @@ def make_engine(url: str | URL | None = None, *, read_only: bool = False, **kwar
         # path, SQLAlchemy's own connections), so the pool need not roll back again on check-in.
         kwargs.setdefault("pool_reset_on_return", None)
         engine = _create_engine(resolved, kwargs)
-        event.listen(engine, "connect", _sqlite_reader if read_only else _sqlite_connect)
+        event.listen(engine, "connect", connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     engine = _create_engine(resolved, kwargs)
-    if read_only:
-        event.listen(engine, "connect", _postgresql_reader)
+    event.listen(engine, "connect", connect)
     return engine
 
 
@@ -190,7 +225,8 @@ def _make_folder(database: str | None) -> None:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreUnavailableError(
-                f"cannot open the store: cannot create its folder {folder}: {exc.strerror or exc}"
+                f"cannot open the store: cannot create its folder {folder}: {exc.strerror or exc}",
+                transient=False,
             ) from None
 
 
@@ -210,7 +246,9 @@ def read_only_url(url: URL) -> URL:
         )
     path = Path(database).expanduser().resolve()
     if not path.is_file():
-        raise StoreUnavailableError(f"cannot open the store read-only: {path} is not a file")
+        raise StoreUnavailableError(
+            f"cannot open the store read-only: {path} is not a file", transient=False
+        )
     query = "mode=ro"
     if not os.access(path.parent, os.W_OK):
         wal = path.with_name(path.name + "-wal")
@@ -220,7 +258,8 @@ def read_only_url(url: URL) -> URL:
             raise StoreUnavailableError(
                 f"cannot open the store read-only: its folder {path.parent} is read-only and "
                 f"holds an unmerged write-ahead log ({wal.name}) without its index file "
-                f"({path.name}-shm): open the store once with write access to merge the log"
+                f"({path.name}-shm): open the store once with write access to merge the log",
+                transient=False,
             )
     return url.set(database=f"file:{quote(str(path))}?{query}").update_query_dict({"uri": "true"})
 
@@ -232,22 +271,14 @@ def sqlite_path(database: str) -> Path:
     return Path(database).expanduser()
 
 
-def _sqlite_reader(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+def _sqlite_reader(dbapi_connection: Any, lock_timeout: float) -> None:
     """The connection policy of a read-only store: no WAL switch, and no writes at all."""
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute(lock_wait_sql(True, lock_timeout))
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     cursor.execute("PRAGMA query_only = ON")
     cursor.close()
-
-
-def _postgresql_reader(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-    """Every transaction of a read-only store's session is read-only (the server refuses writes)."""
-    cursor = dbapi_connection.cursor()
-    cursor.execute("SET SESSION default_transaction_read_only = on")
-    cursor.close()
-    dbapi_connection.commit()
 
 
 def upgrade_schema(engine: Engine) -> None:
@@ -265,6 +296,9 @@ def upgrade_schema(engine: Engine) -> None:
         return
     with engine.execution_options(acti_write=True).begin() as conn:
         if conn.dialect.name == "postgresql":
+            # Openers queue behind a migration however long it takes (a table rewrite may take
+            # longer than lock_timeout): it is not a write waiting on another writer.
+            conn.execute(text("SET LOCAL lock_timeout = 0"))
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
         _refuse_unknown(script, set(MigrationContext.configure(conn).get_current_heads()))
         cfg.attributes["connection"] = conn

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 class AgentStoreError(Exception):
     """Base class of every error acti_store raises on purpose."""
 
+    #: Whether the same call can succeed if tried again later (see ``StoreUnavailableError``).
+    transient: bool = False
+
 
 class AgentNotFoundError(AgentStoreError, LookupError):
     """No agent with this name exists in the store."""
@@ -57,7 +60,20 @@ class SchemaVersionError(AgentStoreError):
 
 
 class StoreUnavailableError(AgentStoreError):
-    """The database could not be reached or answered with an operational error."""
+    """The database could not be reached or answered with an operational error.
+
+    ``transient`` says whether trying again can help: True for a passing condition (a lock held
+    by another writer, a lost connection, a serialization failure, a server restarting), False
+    for a lasting one (a corrupt or read-only file, a full disk, no permission, an unknown
+    schema). ``acti_store.dberrors`` decides it from the driver's error code.
+    """
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+    def __reduce__(self) -> tuple[object, ...]:  # keeps ``transient`` across processes
+        return (type(self), (str(self),), {"transient": self.transient})
 
 
 class InvalidInputError(AgentStoreError, ValueError):
@@ -89,8 +105,14 @@ class MissingDriverError(AgentStoreError, ImportError):
     """The database driver the URL needs is not installed; the message says what to install."""
 
 
-class ReadOnlyStoreError(AgentStoreError):
-    """A write to a store that is open for reading only (or that this process cannot write)."""
+class ReadOnlyStoreError(StoreUnavailableError):
+    """A write to a store that is open for reading only (or that this process cannot write).
+
+    Lasting: ``transient`` is always False, since trying the same write again cannot succeed.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)
 
 
 class ExportError(AgentStoreError, OSError):

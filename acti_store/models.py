@@ -73,8 +73,12 @@ RESERVED_TAGS: Final[Mapping[str, str]] = {
 }
 
 HISTORY_MAX_RECORDS: Final = 50
-#: Largest count a field may hold: what an ``Integer`` column stores on every engine.
+#: Largest value of a field stored in an ``Integer`` column (32-bit on PostgreSQL): the tool
+#: calls of one run.
 INTEGER_MAX: Final = 2**31 - 1
+#: Largest value of a counter or version: what a ``BigInteger`` column (64-bit on PostgreSQL;
+#: SQLite's INTEGER is 64-bit) stores. Versions and lifetime counters grow without bound.
+COUNTER_MAX: Final = 2**63 - 1
 TASK_RECORD_MAX_LENGTH: Final = 500
 RESULT_SUMMARY_MAX_LENGTH: Final = 200
 HISTORY_LIMIT_DEFAULT: Final = 10
@@ -328,11 +332,11 @@ class AgentMetadata(_Model):
     created_at: UtcDatetime
     updated_at: UtcDatetime
     last_executed_at: UtcDatetime | None = None
-    version: int = Field(default=1, ge=1, le=INTEGER_MAX)
+    version: int = Field(default=1, ge=1, le=COUNTER_MAX)
     builder: str = Field(default=BUILDER, max_length=200)
-    execution_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
-    success_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
-    error_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
+    execution_count: int = Field(default=0, ge=0, le=COUNTER_MAX)
+    success_count: int = Field(default=0, ge=0, le=COUNTER_MAX)
+    error_count: int = Field(default=0, ge=0, le=COUNTER_MAX)
 
 
 class Agent(AgentConfig):
@@ -386,7 +390,7 @@ class ExecutionHistory(_Model):
 
     agent_name: str
     executions: list[ExecutionRecord] = Field(default_factory=list, max_length=HISTORY_MAX_RECORDS)
-    total_executions: int = Field(default=0, ge=0, le=INTEGER_MAX)
+    total_executions: int = Field(default=0, ge=0, le=COUNTER_MAX)
 
 
 class ExecutionStats(_Model):
@@ -460,7 +464,7 @@ class SearchQuery(_Model):
     tags: list[str] | None = None
     created_after: UtcDatetime | None = None
     created_before: UtcDatetime | None = None
-    min_executions: int | None = Field(default=None, ge=0, le=INTEGER_MAX)
+    min_executions: int | None = Field(default=None, ge=0, le=COUNTER_MAX)
     sort_by: SortField = "name"
     limit: int = Field(default=SEARCH_LIMIT_DEFAULT, ge=SEARCH_LIMIT_MIN, le=SEARCH_LIMIT_MAX)
 

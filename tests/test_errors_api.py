@@ -83,8 +83,9 @@ def test_a_missing_postgresql_driver_says_what_to_install(monkeypatch: pytest.Mo
 def test_a_sqlite_folder_that_cannot_be_created_is_store_unavailable(tmp_path: Path) -> None:
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
-    with pytest.raises(StoreUnavailableError, match=r"cannot create its folder .*a_file"):
+    with pytest.raises(StoreUnavailableError, match=r"cannot create its folder .*a_file") as raised:
         open_repository(f"sqlite:///{blocker}/store.db")
+    assert raised.value.transient is False  # trying again will not help
 
 
 # --------------------------------------------------------------------------------------------------

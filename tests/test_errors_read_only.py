@@ -83,8 +83,11 @@ def test_every_write_through_read_only_raises(reader: SqlAgentRepository) -> Non
         lambda: reader.record_execution("lead_qualifier", record),
         lambda: reader.bulk_put([ImportItem("new_agent", agent=before)]),
     ):
-        with pytest.raises(ReadOnlyStoreError, match="is open read-only: nothing can be written"):
+        with pytest.raises(
+            ReadOnlyStoreError, match="is open read-only: nothing can be written"
+        ) as e:
             write()
+        assert isinstance(e.value, StoreUnavailableError) and e.value.transient is False
     assert reader.get("lead_qualifier") == before and not reader.exists("new_agent")
 
 
@@ -103,6 +106,7 @@ def test_tools_on_a_read_only_store_answer_with_the_store_error(
     assert artifact["status"] == "error" and artifact["error"] == "store_error"
     assert text.startswith("ERROR: The agent store could not complete the request.")
     assert "is open read-only" in text
+    assert artifact["transient"] is False and "Trying again will not help" in text  # lasting
     text, artifact = tools.list_created_agents()
     assert artifact["status"] == "success" and "lead_qualifier" in text
 
@@ -122,8 +126,9 @@ def _empty_sqlite(store_url: str) -> str:
 
 def test_read_only_on_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "store.db"
-    with pytest.raises(StoreUnavailableError, match=r"store\.db is not a file"):
+    with pytest.raises(StoreUnavailableError, match=r"store\.db is not a file") as raised:
         open_repository(f"sqlite:///{missing}", read_only=True)
+    assert raised.value.transient is False
     assert not missing.parent.exists()
 
 
@@ -184,7 +189,9 @@ def test_a_store_in_a_read_only_folder_can_be_read(locked_folder: Path, tmp_path
     url = f"sqlite:///{locked_folder / 'store.db'}"
     refused = unprivileged("list", "--url", url)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert refused.stderr.startswith("error: cannot open the store: attempt to write a readonly")
+    assert refused.stderr.startswith(
+        "error: cannot open the store: the store is read-only: attempt to write a readonly"
+    )
     assert "--read-only" in refused.stderr
 
     exported = tmp_path / "exported"

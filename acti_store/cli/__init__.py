@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import AgentStoreError
-from . import interchange, run, store
-from .options import Command
+from . import interchange, run, store, write
+from .options import Command, add_global_options, apply_global_options
 
 __all__ = ["build_parser", "main"]
 
@@ -25,8 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="acti-store",
         description="The ACTi Agent Builder's store: agent configs, metadata and history.",
     )
+    add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (store, interchange, run):
+    for module in (store, write, interchange, run):
         module.register(subparsers)
     return parser
 
@@ -40,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     try:
         args = build_parser().parse_args(argv)
+        apply_global_options(args)
         func: Command = args.func
         status = func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit where it cannot be caught

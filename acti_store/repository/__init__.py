@@ -14,6 +14,7 @@ from .interface import (
     ImportItem,
     ImportOutcome,
     Mirror,
+    UpdateResult,
 )
 from .sql import SqlAgentRepository
 
@@ -26,4 +27,5 @@ __all__ = [
     "ImportOutcome",
     "Mirror",
     "SqlAgentRepository",
+    "UpdateResult",
 ]

@@ -107,13 +107,23 @@ def checked_history_request(limit: object, errors_only: object) -> tuple[int, bo
     return request.limit, request.include_errors_only
 
 
+@dataclass(frozen=True)
+class UpdateResult:
+    """One update: the agent as the update's transaction found it, and as it left it."""
+
+    previous: Agent
+    agent: Agent
+
+
 class AgentRepository(ABC):
     """Storage of agent configurations, their metadata and execution history.
 
-    Every method may raise ``StoreUnavailableError`` (the database cannot be reached or is
-    locked for too long) and, on a store opened with ``read_only=True``, every write raises
-    ``ReadOnlyStoreError``; all are ``AgentStoreError``. Invalid input is an ``InvalidInputError``
-    (``InvalidAgentError`` for agent fields), which is also a ``ValueError``.
+    Every method may raise ``StoreUnavailableError`` (the database cannot be reached, is locked
+    for too long or is damaged; ``transient`` says whether trying again can help) and, on a store
+    opened with ``read_only=True`` or one this process cannot write, every write raises
+    ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``); all are ``AgentStoreError``.
+    Invalid input is an ``InvalidInputError`` (``InvalidAgentError`` for agent fields), which is
+    also a ``ValueError``.
     """
 
     mirror: Mirror | None = None
@@ -160,7 +170,6 @@ class AgentRepository(ABC):
     def list_names(self) -> list[str]:
         """Every agent's name, sorted."""
 
-    @abstractmethod
     def update(
         self,
         name: str,
@@ -168,12 +177,25 @@ class AgentRepository(ABC):
         expected_version: int | None = None,
     ) -> Agent:
         """Apply a partial update (an ``AgentUpdate``, or a mapping of field names to new values)
-        and bump the version.
+        and bump the version; returns the agent as updated.
 
         Raises ``AgentNotFoundError``, ``NoChangesError``, ``InvalidAgentError`` (every invalid
         field), ``ArgumentTypeError`` when ``changes`` is neither, and ``VersionConflictError``
-        when ``expected_version`` is given and the stored version differs.
+        when ``expected_version`` is given and the stored version differs. Without
+        ``expected_version`` the update applies to the latest version and never conflicts.
         """
+        return self.update_returning_previous(name, changes, expected_version).agent
+
+    @abstractmethod
+    def update_returning_previous(
+        self,
+        name: str,
+        changes: AgentUpdate | Mapping[str, Any],
+        expected_version: int | None = None,
+    ) -> UpdateResult:
+        """``update``, also returning the version it replaced, as its own transaction saw it
+        (what "before -> after" reports must compare: no other write can come in between).
+        Raises what ``update`` raises."""
 
     @abstractmethod
     def delete(self, name: str, delete_history: bool = True) -> Agent:
@@ -198,8 +220,22 @@ class AgentRepository(ABC):
     def search(self, query: SearchQuery) -> list[Agent]: ...
 
     @abstractmethod
+    def count(self, query: SearchQuery) -> int:
+        """How many agents match ``query``'s filters, whatever its ``limit``."""
+
+    @abstractmethod
     def count_by_stratum(self) -> dict[str | None, int]:
         """Agents per stratum: every stratum of the contract, plus ``None`` if any have none."""
+
+    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        """The first ``limit`` agents by name of each stratum (``None``: no stratum), by name;
+        strata without agents are left out. What a listing shows without reading every agent."""
+        groups: dict[str | None, list[Agent]] = {}
+        for agent in self.list_agents():
+            members = groups.setdefault(agent.stratum, [])
+            if len(members) < limit:
+                members.append(agent)
+        return groups
 
     @abstractmethod
     def record_execution(self, name: str, record: ExecutionRecord) -> None:

@@ -15,7 +15,7 @@ FTS5 trigram index ``agents_fts`` (revision 0003), fed through the log ``agents_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from sqlalchemy import (
@@ -73,6 +73,31 @@ def search_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> S
     the sort's order, at most ``limit``. On SQLite a text query first probes the text index on
     ``conn``: run the statement on the same connection and transaction (one snapshot)."""
     filtered = _filter_column if sqlite else _indexed_column
+    return (
+        select(*AGENT_COLUMNS)
+        .where(and_(True, *_conditions(conn, query, filtered, sqlite=sqlite)))
+        .order_by(*_SORTS[query.sort_by])
+        .limit(query.limit)
+    )
+
+
+def count_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> Select[Any]:
+    """The SELECT of how many agents match ``query``'s filters (its sort and limit aside).
+
+    No order to walk here: the filters may use their indexes on either engine. Same snapshot
+    rule as ``search_statement``."""
+    conditions = _conditions(conn, query, _indexed_column, sqlite=sqlite)
+    return select(func.count()).select_from(agents).where(and_(True, *conditions))
+
+
+def _conditions(
+    conn: Connection,
+    query: SearchQuery,
+    filtered: Callable[[ColumnElement[Any]], ColumnElement[Any]],
+    *,
+    sqlite: bool,
+) -> list[ColumnElement[bool]]:
+    """Every filter of ``query`` as a condition; ``filtered`` says how a filter reads its column."""
     conditions: list[ColumnElement[bool]] = []
     if query.stratum is not None:
         conditions.append(filtered(agents.c.stratum) == query.stratum)
@@ -90,12 +115,7 @@ def search_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> S
         conditions.append(filtered(agents.c.execution_count) >= query.min_executions)
     if query.query:
         conditions.extend(_text_conditions(conn, query.query, sqlite=sqlite))
-    return (
-        select(*AGENT_COLUMNS)
-        .where(and_(True, *conditions))
-        .order_by(*_SORTS[query.sort_by])
-        .limit(query.limit)
-    )
+    return conditions
 
 
 def _indexed_column(col: ColumnElement[Any]) -> ColumnElement[Any]:

@@ -8,7 +8,6 @@ exceptions in ``acti_store.dberrors``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import partial
@@ -16,16 +15,20 @@ from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
-from ..dberrors import is_retryable, translate_errors, translated
-from ..engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, sqlite_path
+from ..dberrors import translate_errors, translated
+from ..engine import (
+    LOCK_TIMEOUT_DEFAULT,
+    SQLITE_BEGIN_READ,
+    SQLITE_BEGIN_WRITE,
+    lock_wait_sql,
+    sqlite_path,
+)
 from ..errors import (
     AgentExistsError,
     AgentNotFoundError,
     InvalidInputError,
     NoChangesError,
     ReadOnlyStoreError,
-    StoreUnavailableError,
-    VersionConflictError,
 )
 from ..models import (
     DESCRIPTION_MAX_LENGTH,
@@ -47,6 +50,7 @@ from ..models import (
 from ..sqlexec import Connections, Cursor, connections_for
 from ..validation import quoted
 from .bulk import put_all
+from .deadline import within_deadline
 from .interface import (
     AgentRepository,
     BulkPutResult,
@@ -54,11 +58,12 @@ from .interface import (
     ConflictPolicy,
     ImportItem,
     Mirror,
+    UpdateResult,
     checked_config,
     checked_history_request,
     checked_update,
 )
-from .search import search_statement
+from .search import count_statement, search_statement
 from .statements import (
     ALL,
     ARCHIVE_HISTORY,
@@ -73,13 +78,13 @@ from .statements import (
     EXPORT_RECORD_AGENT_ID,
     EXPORT_RECORD_OFFSET,
     EXPORT_RECORDS,
+    FIRST_BY_STRATUM,
     GET,
     GET_FOR_UPDATE,
     GET_ID,
     HISTORY,
     ID,
     INSERT_EXECUTION,
-    INSERT_TAG,
     LAST_EXECUTED_AT,
     NAME,
     NAMES,
@@ -95,8 +100,8 @@ from .statements import (
     metadata_values,
     record_from_row,
     record_values,
-    update_statement,
 )
+from .updating import apply_update
 
 T = TypeVar("T")
 
@@ -104,8 +109,6 @@ CLONE_SUFFIX: Final = " (clone)"
 READ_ONLY: Final = "nothing can be written to it (open it without read_only=True to change it)"
 #: Query parameters of a database URL that hold a credential (never shown in ``location``).
 _URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
-#: How often a write is retried when the engine reports a lock or serialization conflict.
-WRITE_ATTEMPTS: Final = 8
 
 
 def _require_storable(name: str) -> None:
@@ -138,8 +141,9 @@ def _clone_description(source: str) -> str:
 class SqlAgentRepository(AgentRepository):
     """``AgentRepository`` on SQLAlchemy: SQLite (default) or PostgreSQL.
 
-    Every write is one transaction, retried a bounded number of times when the engine reports a
-    lock or serialization conflict; nothing is written by an operation that fails. Frequent
+    Every write is one transaction, retried when the engine reports a lock or serialization
+    conflict, all within ``lock_timeout`` seconds (``deadline``); nothing is written by an
+    operation that fails. Frequent
     operations run prepared statements on a DBAPI connection (``sqlexec``: kept and reused for a
     SQLite file, from the pool otherwise); search and the rare paths use SQLAlchemy Core
     connections from the engine's pool.
@@ -152,9 +156,11 @@ class SqlAgentRepository(AgentRepository):
         clock: Clock | None = None,
         mirror: Mirror | None = None,
         read_only: bool = False,
+        lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
     ) -> None:
         self._engine = engine
         self.read_only = read_only
+        self._lock_timeout = lock_timeout
         self._connections = connections_for(engine)
         self._dialect = engine.dialect
         self._dbapi = engine.dialect.loaded_dbapi
@@ -186,26 +192,38 @@ class SqlAgentRepository(AgentRepository):
     def close(self) -> None:
         self._connections.close()
 
-    def _run(self, work: Callable[[Cursor], T], *, begin: str | None) -> T:
+    def _run(
+        self, work: Callable[[Cursor], T], *, begin: str | None, lock_wait: float | None = None
+    ) -> T:
         """Run ``work`` on a pooled DBAPI connection, committed if it returns, else rolled back.
 
         ``begin`` is what SQLite opens the transaction with: ``SQLITE_BEGIN_WRITE`` for writes,
         ``SQLITE_BEGIN_READ`` for a read that needs one snapshot, None for a single-statement
         read (the engine's policy, ``acti_store.engine``). PostgreSQL begins implicitly.
+        ``lock_wait`` (seconds) bounds this transaction's lock waits instead of ``lock_timeout``.
         """
         connections = self._connections
         connection = connections.take()
         raw_cursor = connection.cursor()
+        # SQLite's busy timeout belongs to the connection: put back before it is reused.
+        restore = lock_wait is not None and self._sqlite
         try:
             cursor = Cursor(raw_cursor, self._dialect)
+            if lock_wait is not None:
+                cursor.raw(lock_wait_sql(self._sqlite, lock_wait))
             if begin is not None and self._sqlite:
                 cursor.raw(begin)
             result = work(cursor)
+            if restore:
+                cursor.raw(lock_wait_sql(True, self._lock_timeout))
             if begin is not None or not self._sqlite:  # else SQLite had no transaction open
                 connection.commit()
         except BaseException:
             raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
-            _roll_back(connections, connection)
+            if restore:  # its busy timeout may still be the shorter one: not reused
+                connections.discard(connection)
+            else:
+                _roll_back(connections, connection)
             raise
         raw_cursor.close()
         connections.give(connection)
@@ -221,24 +239,16 @@ class SqlAgentRepository(AgentRepository):
             raise error from exc
 
     def _write(self, work: Callable[[Cursor], T], *, name: str | None = None) -> T:
-        """Run ``work`` in one write transaction; retry on lock or serialization conflicts."""
+        """Run ``work`` in one write transaction; retry on lock or serialization conflicts
+        until the lock timeout (``deadline.within_deadline``)."""
         if self.read_only:
             raise ReadOnlyStoreError(f"the store at {self.location} is open read-only: {READ_ONLY}")
-        delay = 0.01
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
-            try:
-                return self._run(work, begin=SQLITE_BEGIN_WRITE)
-            except Exception as exc:
-                error = translated(exc, self._dbapi, name)
-                if error is None:
-                    raise
-                if not isinstance(error, StoreUnavailableError) or not is_retryable(exc):
-                    raise error from exc
-                if attempt == WRITE_ATTEMPTS:
-                    raise error from exc
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return within_deadline(
+            lambda wait: self._run(work, begin=SQLITE_BEGIN_WRITE, lock_wait=wait),
+            lock_timeout=self._lock_timeout,
+            dbapi=self._dbapi,
+            name=name,
+        )
 
     def _notify(self, *names: str) -> None:
         if self.mirror is not None:
@@ -278,52 +288,23 @@ class SqlAgentRepository(AgentRepository):
     def list_names(self) -> list[str]:
         return self._read(lambda cursor: [r[0] for r in cursor.all(NAMES)])
 
-    def update(
+    def update_returning_previous(
         self,
         name: str,
         changes: AgentUpdate | Mapping[str, Any],
         expected_version: int | None = None,
-    ) -> Agent:
+    ) -> UpdateResult:
         fields = checked_update(name, changes).changes()
         if not fields:
             raise NoChangesError(name)
 
-        def work(cursor: Cursor) -> Agent:
+        def work(cursor: Cursor) -> UpdateResult:
             row = self._locate(cursor, name, for_update=True)
-            current = agent_from_row(row)
-            version = current.metadata.version
-            if expected_version is not None and version != expected_version:
-                raise VersionConflictError(name, expected_version, version)
-            # Validate the merged result with the same model as create: one set of rules.
-            subject = f"update of agent {quoted(name)}"
-            merged = checked_config(dict(current.config) | fields, subject)
-            meta = current.metadata.model_copy(
-                update={"updated_at": self.now(), "version": version + 1}
-            )
-            values = config_values(merged) | {
-                "updated_at": meta.updated_at,
-                "version": meta.version,
-                "where_id": row[ID],
-                "where_version": version,
-            }
-            changed = cursor.execute(update_statement(fields), values)
-            # Exactly one row, always: _locate locked it (FOR UPDATE; on SQLite the write lock
-            # came with BEGIN IMMEDIATE), so its version is still the one read above. The
-            # version condition stays in the UPDATE so that, were that ever not so, the write
-            # would fail here instead of overwriting a concurrent update.
-            if changed != 1:
-                raise AssertionError(f"update of locked agent {name!r} changed {changed} rows")
-            if "tags" in fields:
-                cursor.execute(DELETE_TAGS, {"agent_id": row[ID]})
-                if merged.tags:
-                    cursor.executemany(
-                        INSERT_TAG, [{"agent_id": row[ID], "tag": t} for t in merged.tags]
-                    )
-            return trusted(Agent, **dict(merged), metadata=meta)
+            return apply_update(cursor, row, fields, expected_version, self.now)
 
-        agent = self._write(work)
+        result = self._write(work)
         self._notify(name)
-        return agent
+        return result
 
     def delete(self, name: str, delete_history: bool = True) -> Agent:
         def work(cursor: Cursor) -> Agent:
@@ -383,11 +364,23 @@ class SqlAgentRepository(AgentRepository):
             stmt = search_statement(conn, query, sqlite=self._sqlite)
             return [agent_from_row(row) for row in conn.execute(stmt)]
 
+    def count(self, query: SearchQuery) -> int:
+        with translate_errors(self._dbapi), self._engine.connect() as conn:
+            return int(conn.execute(count_statement(conn, query, sqlite=self._sqlite)).scalar_one())
+
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)
         for stratum, count in self._read(lambda cursor: cursor.all(COUNT_BY_STRATUM)):
             counts[stratum] = int(count)
         return counts
+
+    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        rows = self._read(lambda cursor: cursor.all(FIRST_BY_STRATUM, {"limit": limit}))
+        groups: dict[str | None, list[Agent]] = {}
+        for row in rows:
+            agent = agent_from_row(row)
+            groups.setdefault(agent.stratum, []).append(agent)
+        return groups
 
     # -- history -----------------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ def settled(exc: Refused | AgentStoreError) -> Result:
     """The ERROR result of a refusal or of a store error."""
     if isinstance(exc, Refused):
         return exc.result
-    return error(render.store_error(exc), "store_error", message=str(exc))
+    return error(render.store_error(exc), "store_error", message=str(exc), transient=exc.transient)
 
 
 def tool_boundary(
