@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from sqlalchemy import exc as sa_exc
 
-from .errors import AgentExistsError, AgentStoreError, StoreUnavailableError
+from .errors import AgentExistsError, AgentStoreError, ReadOnlyStoreError, StoreUnavailableError
 
 #: PostgreSQL: serialization failure, deadlock, lock not available. Trying again can succeed.
 _RETRYABLE_SQLSTATES: Final = frozenset({"40001", "40P01", "55P03"})
@@ -30,6 +30,13 @@ _SQLITE_UNIQUE_CODES: Final = frozenset(
 )
 #: The primary result code is the low byte of an extended one (SQLITE_BUSY_SNAPSHOT is a BUSY).
 _SQLITE_PRIMARY_CODE_MASK: Final = 0xFF
+#: PostgreSQL: a write in a read-only transaction.
+_READ_ONLY_SQLSTATE: Final = "25006"
+#: What to do about a store this process cannot write.
+READ_ONLY_HINT: Final = (
+    "the store (its file or its folder) cannot be written by this process: to read it, open "
+    "it with read_only=True (acti-store list, show, search, history, export: --read-only)"
+)
 #: SQLite primary result codes of a passing condition: another connection holds a lock.
 _SQLITE_TRANSIENT: Final = frozenset(
     {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PROTOCOL}
@@ -57,7 +64,7 @@ _PG_TRANSIENT_CLASSES: Final = frozenset({"08"})
 _PG_LASTING: Final = {
     "53100": "the database server's disk is full",
     "42501": "permission to the store was denied",
-    "25006": "the store is read-only",
+    _READ_ONLY_SQLSTATE: "the store is read-only",
     "3D000": "the database does not exist",
     "3F000": "the store's schema does not exist",
     "42P01": "the store's tables are missing (run `acti-store migrate`)",
@@ -81,6 +88,15 @@ def is_sqlite_busy(exc: BaseException) -> bool:
     """SQLite could not get a lock another connection holds ("database is locked")."""
     code = _sqlite_code(driver_error(exc))
     return code is not None and code & _SQLITE_PRIMARY_CODE_MASK == sqlite3.SQLITE_BUSY
+
+
+def is_read_only(exc: BaseException) -> bool:
+    """The database refused a write because it is read-only (SQLite) or the transaction is."""
+    orig = driver_error(exc)
+    code = _sqlite_code(orig)
+    if code is not None:
+        return code & _SQLITE_PRIMARY_CODE_MASK == sqlite3.SQLITE_READONLY
+    return getattr(orig, "sqlstate", None) == _READ_ONLY_SQLSTATE
 
 
 def is_lock_wait(exc: BaseException) -> bool:
@@ -133,12 +149,15 @@ def is_transient(exc: BaseException) -> bool:
 
 def unavailable(exc: BaseException, prefix: str | None = None) -> StoreUnavailableError:
     """The error for a driver error that is not about the request: transient or lasting, and
-    when it lasts, what is wrong in words. ``prefix`` opens the message."""
+    when it lasts, what is wrong in words (a ``ReadOnlyStoreError`` saying what to do when the
+    store cannot be written). ``prefix`` opens the message."""
     lines = str(driver_error(exc)).strip().splitlines()
     detail = lines[0] if lines else type(driver_error(exc)).__name__
     problem = _lasting_problem(exc)
     if problem is not None:
         opening = f"{prefix}: {problem}" if prefix else problem
+        if is_read_only(exc):
+            return ReadOnlyStoreError(f"{opening}: {detail}; {READ_ONLY_HINT}")
         return StoreUnavailableError(f"{opening}: {detail}", transient=False)
     opening = prefix or "the store is unavailable"
     return StoreUnavailableError(f"{opening}: {detail}", transient=is_transient(exc))

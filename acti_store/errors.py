@@ -7,6 +7,8 @@ the contract's ``ERROR: ...`` texts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class AgentStoreError(Exception):
     """Base class of every error acti_store raises on purpose."""
@@ -36,7 +38,9 @@ class VersionConflictError(AgentStoreError):
 
     def __init__(self, name: str, expected: int, actual: int) -> None:
         super().__init__(
-            f"Agent {name!r} is at version {actual}, not {expected}: it was modified concurrently"
+            f"Agent {name!r}: expected version {expected}, the store has {actual}. It changed "
+            "since it was read, or the version given is wrong: read it again and apply the "
+            "change to that version"
         )
         self.name = name
         self.expected = expected
@@ -70,3 +74,54 @@ class StoreUnavailableError(AgentStoreError):
 
     def __reduce__(self) -> tuple[object, ...]:  # keeps ``transient`` across processes
         return (type(self), (str(self),), {"transient": self.transient})
+
+
+class InvalidInputError(AgentStoreError, ValueError):
+    """An argument given to the Python API breaks a rule of ``acti_store.models``.
+
+    ``problems`` holds every ``(field, message)`` found, not only the first.
+    """
+
+    def __init__(self, subject: str, problems: Sequence[tuple[str, str]]) -> None:
+        self.subject = subject
+        self.problems = [(str(field), str(message)) for field, message in problems]
+        listed = "; ".join(f"{field}: {message}" for field, message in self.problems)
+        super().__init__(f"invalid {subject}: {listed}")
+
+
+class InvalidAgentError(InvalidInputError):
+    """An agent configuration, update or clone breaks the rules of ``acti_store.models``."""
+
+
+class ArgumentTypeError(AgentStoreError, TypeError):
+    """An argument of the Python API is of a type it does not take; the message says which."""
+
+
+class StoreUrlError(AgentStoreError, ValueError):
+    """The database URL cannot name a store: not a URL, or a database acti_store does not use."""
+
+
+class MissingDriverError(AgentStoreError, ImportError):
+    """The database driver the URL needs is not installed; the message says what to install."""
+
+
+class ReadOnlyStoreError(StoreUnavailableError):
+    """A write to a store that is open for reading only (or that this process cannot write).
+
+    Lasting: ``transient`` is always False, since trying the same write again cannot succeed.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)
+
+
+class ExportError(AgentStoreError, OSError):
+    """The export folder cannot be written; the message names it and says why.
+
+    Every file already in the folder is whole: each is replaced atomically or left as it was.
+    """
+
+    def __init__(self, directory: str, reason: str) -> None:
+        super().__init__(f"cannot export to {directory}: {reason}")
+        self.directory = directory
+        self.reason = reason

@@ -23,6 +23,11 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .timestamps import NAIVE_DATETIME_RULE as NAIVE_DATETIME_RULE
+from .timestamps import as_utc as as_utc
+from .timestamps import aware_utc, refuse_naive
+from .timestamps import utc_now as utc_now
+
 # --------------------------------------------------------------------------------------------------
 # The contract's limits and choices
 # --------------------------------------------------------------------------------------------------
@@ -107,18 +112,6 @@ UPDATABLE_FIELDS: Final[tuple[str, ...]] = (
 )
 
 DATE_FORMAT_HINT: Final = "Invalid date format. Use ISO 8601: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS"
-
-
-def utc_now() -> datetime:
-    """The default clock: the current time, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
-def as_utc(value: datetime) -> datetime:
-    """Return ``value`` in UTC; a naive datetime is taken to be UTC already."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -219,26 +212,42 @@ def _unique(values: list[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
+def _quoted(values: list[str]) -> str:
+    """Every one of ``values`` as an error message quotes them: ``'a', 'b'``."""
+    return ", ".join(f"'{_shown(value)}'" for value in _unique(values))
+
+
+def _is_or_are(values: list[str], noun: str) -> str:
+    """``'a' is not a valid tool`` or ``'a', 'b' are not valid tools``: every bad value named."""
+    if len(set(values)) == 1:
+        return f"{_quoted(values)} is not a valid {noun}"
+    return f"{_quoted(values)} are not valid {noun}s"
+
+
 def _check_tools(values: list[str]) -> list[str]:
-    for value in values:
-        if value not in TOOL_CATEGORIES:
-            raise PydanticCustomError(
-                "tool_category",
-                "'{value}' is not a valid tool. Use: {choices}",
-                {"value": _shown(value), "choices": ", ".join(TOOL_CATEGORIES)},
-            )
+    invalid = [value for value in values if value not in TOOL_CATEGORIES]
+    if invalid:
+        raise PydanticCustomError(
+            "tool_category",
+            "{invalid}. Use: {choices}",
+            {"invalid": _is_or_are(invalid, "tool"), "choices": ", ".join(TOOL_CATEGORIES)},
+        )
     return _unique(values)
 
 
+def _is_valid_tag(value: str) -> bool:
+    return TAG_MIN_LENGTH <= len(value) <= TAG_MAX_LENGTH and bool(TAG_PATTERN.fullmatch(value))
+
+
 def _check_tags(values: list[str]) -> list[str]:
-    for value in values:
-        if not TAG_MIN_LENGTH <= len(value) <= TAG_MAX_LENGTH or not TAG_PATTERN.fullmatch(value):
-            raise PydanticCustomError(
-                "tag_format",
-                "'{value}' is not a valid tag: tags are {min}-{max} characters, lowercase letters, "
-                "digits and hyphens, starting with a letter",
-                {"value": _shown(value), "min": TAG_MIN_LENGTH, "max": TAG_MAX_LENGTH},
-            )
+    invalid = [value for value in values if not _is_valid_tag(value)]
+    if invalid:
+        raise PydanticCustomError(
+            "tag_format",
+            "{invalid}: tags are {min}-{max} characters, lowercase letters, "
+            "digits and hyphens, starting with a letter",
+            {"invalid": _is_or_are(invalid, "tag"), "min": TAG_MIN_LENGTH, "max": TAG_MAX_LENGTH},
+        )
     values = _unique(values)
     if len(values) > MAX_TAGS:
         raise PydanticCustomError(
@@ -249,13 +258,6 @@ def _check_tags(values: list[str]) -> list[str]:
 
 def _none_as_empty(value: object) -> object:
     return [] if value is None else value
-
-
-def _aware_utc(value: datetime) -> datetime:
-    try:
-        return as_utc(value)
-    except OverflowError:  # e.g. 0001-01-01T00:00+14:00 is before the first UTC datetime
-        raise PydanticCustomError("datetime_range", "datetime is out of range in UTC") from None
 
 
 AgentName = Annotated[
@@ -277,7 +279,7 @@ ModelId = Annotated[str, Field(max_length=MODEL_MAX_LENGTH), AfterValidator(_che
 Stratum = Annotated[str, BeforeValidator(_normalise_stratum), AfterValidator(_check_stratum)]
 ToolList = Annotated[list[str], AfterValidator(_check_tools)]
 TagList = Annotated[list[str], AfterValidator(_check_tags)]
-UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
+UtcDatetime = Annotated[datetime, BeforeValidator(refuse_naive), AfterValidator(aware_utc)]
 
 
 class _Model(BaseModel):
@@ -427,7 +429,7 @@ class HistoryRequest(_Model):
 def _parse_bound(value: object, info: ValidationInfo) -> object:
     """Accept ``YYYY-MM-DD`` or an ISO 8601 datetime; a bare date covers that whole day."""
     if value is None or isinstance(value, datetime):
-        return value
+        return refuse_naive(value)
     if isinstance(value, date):
         day = value
     elif isinstance(value, str):

@@ -18,7 +18,13 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from test_lock_deadline import NAME, lock_held
 
-from acti_store import AgentUpdate, SqlAgentRepository, StoreUnavailableError, open_repository
+from acti_store import (
+    AgentUpdate,
+    ReadOnlyStoreError,
+    SqlAgentRepository,
+    StoreUnavailableError,
+    open_repository,
+)
 from acti_store.dberrors import is_transient, translated
 from acti_store.tools import make_builder_tools
 from acti_store.tools.texts import STORE_ERROR, STORE_ERROR_LASTING
@@ -112,8 +118,12 @@ def test_transient_a_read_only_store_is_lasting(tmp_path: Path) -> None:
         assert repo.get("agent_000").name == "agent_000"  # reading works
         with pytest.raises(StoreUnavailableError) as raised:
             repo.create(make_config("new_agent"))
-        assert raised.value.transient is False
-        assert str(raised.value) == ("the store is read-only: attempt to write a readonly database")
+        assert raised.value.transient is False and isinstance(raised.value, ReadOnlyStoreError)
+        assert str(raised.value) == (
+            "the store is read-only: attempt to write a readonly database; the store (its file "
+            "or its folder) cannot be written by this process: to read it, open it with "
+            "read_only=True (acti-store list, show, search, history, export: --read-only)"
+        )
         text, artifact = tool_call(repo, "create_agent_config", **CREATE_ARGS)
         assert_lasting_text(text, artifact, "the store is read-only")
         assert not repo.exists("new_agent")
@@ -186,7 +196,7 @@ def test_transient_a_read_only_postgresql_session_is_lasting(pg_store: str) -> N
     try:
         with pytest.raises(StoreUnavailableError) as raised:
             repo.create(make_config("new_agent"))
-        assert raised.value.transient is False
+        assert raised.value.transient is False and isinstance(raised.value, ReadOnlyStoreError)
         assert str(raised.value).startswith("the store is read-only: ")
         text, artifact = tool_call(repo, "create_agent_config", **CREATE_ARGS)
         assert_lasting_text(text, artifact, "the store is read-only")
@@ -246,7 +256,10 @@ def test_transient_postgresql_sqlstates(sqlstate: str, transient: bool) -> None:
     found = translated(error, psycopg)
     assert isinstance(found, StoreUnavailableError), found
     assert found.transient is transient and is_transient(error) is transient
-    assert str(found).endswith(": server message")
+    if isinstance(found, ReadOnlyStoreError):  # then what to do: open it read-only
+        assert str(found).startswith("the store is read-only: server message; ")
+    else:
+        assert str(found).endswith(": server message")
 
 
 def test_transient_a_failed_postgresql_connection_is_transient() -> None:

@@ -36,9 +36,26 @@ def add_url_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_store_options(parser: argparse.ArgumentParser, *, read_only: bool = False) -> None:
+    """``--url``, and for a command that only reads (``read_only``) ``--read-only``."""
+    add_url_option(parser)
+    if read_only:
+        add_read_only_option(parser)
+
+
+def add_read_only_option(parser: argparse.ArgumentParser) -> None:
+    """``--read-only``: open the store for reading only (``open_repository(read_only=True)``)."""
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="open the store for reading only: no migration, nothing written (a store in a "
+        "read-only file or folder)",
+    )
+
+
 def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
-    """Open the store named by ``--url`` (or the environment)."""
-    return open_repository(args.url)
+    """Open the store named by ``--url`` (or the environment), read-only with ``--read-only``."""
+    return open_repository(args.url, read_only=getattr(args, "read_only", False))
 
 
 def add_field_argument(

@@ -23,6 +23,7 @@ from .options import (
     EXIT_STATUS,
     Command,
     add_field_argument,
+    add_store_options,
     add_url_option,
     cli_tools,
     field_values,
@@ -193,17 +194,17 @@ def register(subparsers: Any) -> None:
     quickstart.set_defaults(func=_cmd_quickstart)
 
     listing = subparsers.add_parser("list", help="list every agent, grouped by stratum")
-    add_url_option(listing)
+    add_store_options(listing, read_only=True)
     listing.set_defaults(func=_printing(BuilderTools.list_created_agents, NoArgs))
 
     show = subparsers.add_parser("show", help="show one agent's configuration")
     add_field_argument(show, AgentNameArgs, "name")
-    add_url_option(show)
+    add_store_options(show, read_only=True)
     show.set_defaults(func=_printing(BuilderTools.get_agent_config, AgentNameArgs))
 
     search = subparsers.add_parser("search", help="search agents (filters combine with AND)")
     _search_options(search)
-    add_url_option(search)
+    add_store_options(search, read_only=True)
     search.set_defaults(func=_printing(BuilderTools.search_agents, SearchAgentsArgs, _search_cut))
 
     history = subparsers.add_parser("history", help="show an agent's execution history")
@@ -212,7 +213,7 @@ def register(subparsers: Any) -> None:
     add_field_argument(
         history, GetAgentHistoryArgs, "include_errors_only", "--errors-only", action="store_true"
     )
-    add_url_option(history)
+    add_store_options(history, read_only=True)
     history.set_defaults(func=_printing(BuilderTools.get_agent_history, GetAgentHistoryArgs))
 
 

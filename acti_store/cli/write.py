@@ -27,6 +27,7 @@ from ..tools.schemas import (
     DeleteAgentConfigArgs,
     UpdateAgentConfigArgs,
 )
+from ..validation import FieldError
 from .options import (
     EXIT_STATUS,
     add_field_argument,
@@ -45,6 +46,12 @@ RECORDED: Final = """Recorded a {outcome} run of '{name}' ({duration:g}s, starte
 
 Executions: {total} total ({successes} success, {errors} errors)
 Execution id: {execution_id}"""
+
+
+#: Why ``record`` refuses a ``--duration`` that would put the run's start before the year 1.
+DURATION_TOO_LONG: Final = (
+    "the run would have started before the year 1: give its duration in seconds"
+)
 
 
 class FileRefused(Exception):
@@ -176,8 +183,14 @@ def _cmd_record(args: argparse.Namespace) -> int:
     repo = open_from_args(args)
     try:
         try:
+            started = repo.now() - timedelta(seconds=args.duration)
+        except OverflowError:  # before the year 1: no datetime holds it
+            problem = FieldError("duration_seconds", DURATION_TOO_LONG)
+            print(render.invalid_parameters("record", [problem]))
+            return 1
+        try:
             record = ExecutionRecord(
-                timestamp=repo.now() - timedelta(seconds=args.duration),
+                timestamp=started,
                 task=args.task,
                 result_summary=args.result,
                 success=args.success,

@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from ..errors import ExportError
 from ..models import is_valid_name
 from ..repository import AgentRepository
 from .files import (
@@ -55,9 +57,43 @@ def export_json(
     ``prune`` also removes the ``*.json`` files named like an agent's whose agent is not exported.
     ``durable`` fsyncs every file before it replaces the old one (power-failure safe, and far
     slower); without it a killed process still never leaves a partly written file.
+
+    Raises ``ExportError`` (an ``AgentStoreError`` and an ``OSError``) naming the folder and the
+    reason when it cannot be created or written (a file in its place, no permission, a full
+    disk); every file already there is then whole, the old version or the new one.
     """
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
+    try:
+        _export(repo, report, prune=prune, durable=durable, progress=progress, total=total)
+    except BrokenPipeError:  # the progress bar's reader went away: not the folder's fault
+        raise
+    except OSError as exc:
+        raise ExportError(str(report.directory), _reason(exc, report.directory)) from exc
+    return report
+
+
+def _reason(exc: OSError, directory: Path) -> str:
+    """Why the folder could not be written, in words a person can act on."""
+    if exc.errno == errno.EEXIST and exc.filename == str(directory):
+        return "it is a file, not a folder"
+    if exc.errno == errno.ENOTDIR:
+        return "a part of its path is a file, not a folder"
+    reason = exc.strerror or str(exc)
+    if exc.filename != str(directory) and directory.is_dir():
+        return f"{reason}; every file there is whole (replaced whole or left as it was)"
+    return f"cannot create or open the folder: {reason}"
+
+
+def _export(
+    repo: AgentRepository,
+    report: ExportReport,
+    *,
+    prune: bool,
+    durable: bool,
+    progress: Progress | None,
+    total: int,
+) -> None:
     kept: set[str] = set()
     with (
         Folder(report.directory, create=True, durable=durable) as folder,
@@ -88,4 +124,3 @@ def export_json(
                 if is_valid_name(file.removesuffix(SUFFIX)) and file not in kept:
                     folder.remove(file)
                     report.removed.append(file)
-    return report

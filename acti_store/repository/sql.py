@@ -8,21 +8,32 @@ exceptions in ``acti_store.dberrors``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
 from ..dberrors import translate_errors, translated
-from ..engine import LOCK_TIMEOUT_DEFAULT, SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, lock_wait_sql
-from ..errors import AgentExistsError, AgentNotFoundError, NoChangesError, VersionConflictError
+from ..engine import (
+    LOCK_TIMEOUT_DEFAULT,
+    SQLITE_BEGIN_READ,
+    SQLITE_BEGIN_WRITE,
+    lock_wait_sql,
+    sqlite_path,
+)
+from ..errors import (
+    AgentExistsError,
+    AgentNotFoundError,
+    InvalidInputError,
+    NoChangesError,
+    ReadOnlyStoreError,
+)
 from ..models import (
     DESCRIPTION_MAX_LENGTH,
     HISTORY_LIMIT_DEFAULT,
-    HISTORY_MAX_RECORDS,
+    NAIVE_DATETIME_RULE,
     STRATA,
     Agent,
     AgentConfig,
@@ -37,6 +48,7 @@ from ..models import (
     utc_now,
 )
 from ..sqlexec import Connections, Cursor, connections_for
+from ..validation import quoted
 from .bulk import put_all
 from .deadline import within_deadline
 from .interface import (
@@ -47,6 +59,9 @@ from .interface import (
     ImportItem,
     Mirror,
     UpdateResult,
+    checked_config,
+    checked_history_request,
+    checked_update,
 )
 from .search import count_statement, search_statement
 from .statements import (
@@ -70,7 +85,6 @@ from .statements import (
     HISTORY,
     ID,
     INSERT_EXECUTION,
-    INSERT_TAG,
     LAST_EXECUTED_AT,
     NAME,
     NAMES,
@@ -86,12 +100,13 @@ from .statements import (
     metadata_values,
     record_from_row,
     record_values,
-    update_statement,
 )
+from .updating import apply_update
 
 T = TypeVar("T")
 
 CLONE_SUFFIX: Final = " (clone)"
+READ_ONLY: Final = "nothing can be written to it (open it without read_only=True to change it)"
 #: Query parameters of a database URL that hold a credential (never shown in ``location``).
 _URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
 
@@ -140,9 +155,11 @@ class SqlAgentRepository(AgentRepository):
         *,
         clock: Clock | None = None,
         mirror: Mirror | None = None,
+        read_only: bool = False,
         lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
     ) -> None:
         self._engine = engine
+        self.read_only = read_only
         self._lock_timeout = lock_timeout
         self._connections = connections_for(engine)
         self._dialect = engine.dialect
@@ -161,13 +178,16 @@ class SqlAgentRepository(AgentRepository):
     def location(self) -> str:
         url = self._engine.url
         if self._sqlite and url.database not in (None, "", ":memory:"):
-            return str(Path(url.database or "").resolve())
+            return str(sqlite_path(url.database or "").resolve())
         # libpq also takes a password from the query string (``?password=...``): drop it too.
         secrets = [key for key in url.query if key.lower() in _URL_SECRET_PARAMETERS]
         return url.difference_update_query(secrets).render_as_string(hide_password=True)
 
     def now(self) -> datetime:
-        return self._clock()
+        value = self._clock()
+        if value.tzinfo is None:  # it would be stored as UTC, hours off in most time zones
+            raise InvalidInputError("clock", [("the time it returned", NAIVE_DATETIME_RULE)])
+        return value
 
     def close(self) -> None:
         self._connections.close()
@@ -221,6 +241,8 @@ class SqlAgentRepository(AgentRepository):
     def _write(self, work: Callable[[Cursor], T], *, name: str | None = None) -> T:
         """Run ``work`` in one write transaction; retry on lock or serialization conflicts
         until the lock timeout (``deadline.within_deadline``)."""
+        if self.read_only:
+            raise ReadOnlyStoreError(f"the store at {self.location} is open read-only: {READ_ONLY}")
         return within_deadline(
             lambda wait: self._run(work, begin=SQLITE_BEGIN_WRITE, lock_wait=wait),
             lock_timeout=self._lock_timeout,
@@ -267,43 +289,18 @@ class SqlAgentRepository(AgentRepository):
         return self._read(lambda cursor: [r[0] for r in cursor.all(NAMES)])
 
     def update_returning_previous(
-        self, name: str, changes: AgentUpdate, expected_version: int | None = None
+        self,
+        name: str,
+        changes: AgentUpdate | Mapping[str, Any],
+        expected_version: int | None = None,
     ) -> UpdateResult:
-        fields = changes.changes()
+        fields = checked_update(name, changes).changes()
         if not fields:
             raise NoChangesError(name)
 
         def work(cursor: Cursor) -> UpdateResult:
             row = self._locate(cursor, name, for_update=True)
-            current = agent_from_row(row)
-            version = current.metadata.version
-            if expected_version is not None and version != expected_version:
-                raise VersionConflictError(name, expected_version, version)
-            # Validate the merged result with the same model as create: one set of rules.
-            merged = AgentConfig.model_validate(dict(current.config) | fields)
-            meta = current.metadata.model_copy(
-                update={"updated_at": self.now(), "version": version + 1}
-            )
-            values = config_values(merged) | {
-                "updated_at": meta.updated_at,
-                "version": meta.version,
-                "where_id": row[ID],
-                "where_version": version,
-            }
-            changed = cursor.execute(update_statement(fields), values)
-            # Exactly one row, always: _locate locked it (FOR UPDATE; on SQLite the write lock
-            # came with BEGIN IMMEDIATE), so its version is still the one read above. The
-            # version condition stays in the UPDATE so that, were that ever not so, the write
-            # would fail here instead of overwriting a concurrent update.
-            if changed != 1:
-                raise AssertionError(f"update of locked agent {name!r} changed {changed} rows")
-            if "tags" in fields:
-                cursor.execute(DELETE_TAGS, {"agent_id": row[ID]})
-                if merged.tags:
-                    cursor.executemany(
-                        INSERT_TAG, [{"agent_id": row[ID], "tag": t} for t in merged.tags]
-                    )
-            return UpdateResult(current, trusted(Agent, **dict(merged), metadata=meta))
+            return apply_update(cursor, row, fields, expected_version, self.now)
 
         result = self._write(work)
         self._notify(name)
@@ -341,7 +338,11 @@ class SqlAgentRepository(AgentRepository):
             }
             if tags is not None:
                 overrides["tags"] = tags
-            config = AgentConfig.model_validate(dict(source.config) | overrides)
+            config = checked_config(
+                dict(source.config) | overrides,
+                f"clone of {quoted(source_name)} as {quoted(new_name)}",
+                {"name": "new_name"},
+            )
             if cursor.first(GET_ID, {"name": new_name}) is not None:
                 raise AgentExistsError(new_name)
             now = self.now()
@@ -406,8 +407,8 @@ class SqlAgentRepository(AgentRepository):
     def get_history(
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
     ) -> ExecutionHistory:
+        limit, errors_only = checked_history_request(limit, errors_only)
         _require_storable(name)
-        limit = max(1, min(limit, HISTORY_MAX_RECORDS))
         rows = self._read(
             lambda cursor: cursor.all(HISTORY[errors_only], {"name": name, "limit": limit})
         )

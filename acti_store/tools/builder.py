@@ -14,12 +14,18 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from ..documents import agent_document, history_document
-from ..errors import AgentExistsError, AgentNotFoundError, AgentStoreError, NoChangesError
+from ..errors import (
+    AgentExistsError,
+    AgentNotFoundError,
+    AgentStoreError,
+    InvalidAgentError,
+    NoChangesError,
+)
 from ..models import (
     DEFAULT_MODEL,
     HISTORY_LIMIT_DEFAULT,
@@ -29,12 +35,9 @@ from ..models import (
     Agent,
     AgentConfig,
     AgentUpdate,
-    Description,
     ExecutionRequest,
     HistoryRequest,
     SearchQuery,
-    Stratum,
-    TagList,
 )
 from ..repository import AgentRepository
 from ..validation import FieldError
@@ -51,24 +54,10 @@ from .outcomes import (
     valid_name,
     validated,
 )
+from .parameters import STRATUM, CloneOverrides, DeleteParameters
 
 if TYPE_CHECKING:
     from ..execution import AgentRunner
-
-# --------------------------------------------------------------------------------------------------
-# Parameters that are the tools' own (no domain model holds them)
-# --------------------------------------------------------------------------------------------------
-
-_STRATUM: Final = TypeAdapter(Stratum)
-
-
-class _CloneOverrides(BaseModel):
-    description: Description | None = None
-    tags: TagList | None = None
-
-
-class _DeleteParameters(BaseModel):
-    delete_history: bool = True
 
 
 class BuilderTools:
@@ -153,7 +142,7 @@ class BuilderTools:
     ) -> Result:
         if stratum is not None:
             try:
-                _STRATUM.validate_python(stratum)
+                STRATUM.validate_python(stratum)
             except ValidationError:
                 raise refused(
                     render.invalid_stratum(stratum), "invalid_stratum", valid=list(STRATA)
@@ -231,7 +220,7 @@ class BuilderTools:
             ) from None
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES_OR_CREATE) from None
-        except ValidationError as exc:
+        except InvalidAgentError as exc:
             # Our arguments passed the same rules above; the repository validates the merged
             # configuration, which fails when a stored value breaks a rule (a row written by an
             # older release or by hand). Say which field, so the model can replace it.
@@ -252,7 +241,7 @@ class BuilderTools:
     ) -> Result:
         agent_name = valid_name("name", name)
         params = validated(
-            _DeleteParameters,
+            DeleteParameters,
             {"delete_history": delete_history},
             lambda errors: render.invalid_parameters("delete", errors),
         )
@@ -303,7 +292,7 @@ class BuilderTools:
         def describe(errors: list[FieldError]) -> str:
             return render.clone_invalid(source_key, target, errors)
 
-        overrides = validated(_CloneOverrides, {"description": description, "tags": tags}, describe)
+        overrides = validated(CloneOverrides, {"description": description, "tags": tags}, describe)
         source = self._get(
             source_key,
             texts.USE_NAMES_AS_SOURCE,
@@ -321,7 +310,7 @@ class BuilderTools:
             raise self._not_found(
                 source_key, texts.USE_NAMES_AS_SOURCE, heading=texts.SOURCE_NOT_FOUND
             ) from None
-        except ValidationError as exc:  # a stored value of the source breaks a rule (see update)
+        except InvalidAgentError as exc:  # a stored value of the source breaks a rule (see update)
             raise invalid(exc, describe) from None
         location = self.repo.location_of(target)
         return success(

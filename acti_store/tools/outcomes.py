@@ -13,7 +13,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import AgentStoreError
+from ..errors import AgentStoreError, InvalidInputError
 from ..models import is_valid_name
 from ..validation import FieldError
 from . import render, texts
@@ -106,9 +106,16 @@ def validated(
         raise invalid(exc, describe) from None
 
 
-def invalid(exc: ValidationError, describe: Callable[[list[FieldError]], str]) -> Refused:
-    """The refusal of arguments a model found invalid: ``describe`` words the problems."""
-    errors = render.field_errors(exc)
+def invalid(
+    exc: ValidationError | InvalidInputError, describe: Callable[[list[FieldError]], str]
+) -> Refused:
+    """The refusal of arguments a model (or the repository) found invalid: ``describe`` words
+    the problems."""
+    if isinstance(exc, ValidationError):
+        errors = render.field_errors(exc)
+    else:
+        limit = texts.ERROR_MESSAGE_LENGTH
+        errors = [FieldError(f, render.quoted(m, limit)) for f, m in exc.problems]
     return _invalid_fields(describe(errors), errors)
 
 
