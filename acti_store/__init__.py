@@ -9,6 +9,7 @@ from .errors import (
     AgentExistsError,
     AgentNotFoundError,
     AgentStoreError,
+    InvalidCursorError,
     NoChangesError,
     SchemaVersionError,
     StoreUnavailableError,
@@ -25,7 +26,7 @@ from .models import (
     ExecutionStats,
     SearchQuery,
 )
-from .repository import AgentRepository, ImportItem, SqlAgentRepository
+from .repository import AgentRepository, ImportItem, SearchPage, SqlAgentRepository
 
 __all__ = [
     "Agent",
@@ -42,9 +43,11 @@ __all__ = [
     "ExportReport",
     "ImportItem",
     "ImportReport",
+    "InvalidCursorError",
     "JsonMirror",
     "NoChangesError",
     "SchemaVersionError",
+    "SearchPage",
     "SearchQuery",
     "SqlAgentRepository",
     "StoreUnavailableError",

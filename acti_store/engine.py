@@ -37,6 +37,11 @@ SQLITE_CACHE_KIB: Final = 16_000
 #: path on DBAPI connections.
 SQLITE_BEGIN_READ: Final = "BEGIN"
 SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
+#: The first statement of a PostgreSQL transaction that reads with several statements and must
+#: see one snapshot (an export, a history with its totals): READ COMMITTED, the default, gives
+#: each statement its own. A read-only REPEATABLE READ transaction never blocks writers and never
+#: fails on their account. Single-statement reads do without it (one round trip fewer).
+POSTGRES_BEGIN_SNAPSHOT: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
 

@@ -54,3 +54,14 @@ class SchemaVersionError(AgentStoreError):
 
 class StoreUnavailableError(AgentStoreError):
     """The database could not be reached or answered with an operational error."""
+
+
+class InvalidCursorError(AgentStoreError, ValueError):
+    """A ``search_page`` cursor that is not the ``next_cursor`` of a page of the same query."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"Invalid search cursor: {reason}. Pass the next_cursor of the previous page of the "
+            "same query, or None for the first page."
+        )
+        self.reason = reason

@@ -15,8 +15,8 @@ from ..repository import AgentRepository
 from .files import (
     Progress,
     agent_file_name,
+    has_history,
     history_file_name,
-    shadowed_by_history,
     write_files,
 )
 from .folder import SUFFIX, Folder
@@ -50,7 +50,9 @@ def export_json(
     progress: Progress | None = None,
 ) -> ExportReport:
     """Write ``{name}.json`` for every agent and ``{name}_history.json`` for every agent with a
-    history, in the contract's format, each file atomically; streams the store page by page.
+    history, in the contract's format, each file atomically; streams the store page by page, all
+    pages from one snapshot (``iter_export``), so every agent agrees with its history and the
+    folder is the store as it was at one moment, whatever is written meanwhile.
 
     ``prune`` also removes the ``*.json`` files named like an agent's whose agent is not exported.
     ``durable`` fsyncs every file before it replaces the old one (power-failure safe, and far
@@ -59,14 +61,20 @@ def export_json(
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
     kept: set[str] = set()
+    # Agents with a history so far. Names come in order and ``x`` sorts before ``x_history``, so
+    # when ``x_history`` comes, this says whether ``x``'s history file takes its file name
+    # (``shadowed_by_history``), as of the export's snapshot.
+    with_history: set[str] = set()
     with (
         Folder(report.directory, create=True, durable=durable) as folder,
         folder.locked(),
     ):
         folder.remove_temporaries()  # left by an export that was killed
         for done, (agent, history) in enumerate(repo.iter_export(EXPORT_PAGE_SIZE), 1):
-            owner = shadowed_by_history(repo, agent.name)
-            if owner is not None:
+            owner = agent.name.removesuffix("_history")
+            if has_history(history):
+                with_history.add(agent.name)
+            if owner != agent.name and owner in with_history:
                 report.not_exported[agent.name] = (
                     f"its file {agent_file_name(agent.name)} is the history file of agent {owner!r}"
                 )

@@ -14,6 +14,7 @@ from .interface import (
     ImportItem,
     ImportOutcome,
     Mirror,
+    SearchPage,
 )
 from .sql import SqlAgentRepository
 
@@ -25,5 +26,6 @@ __all__ = [
     "ImportItem",
     "ImportOutcome",
     "Mirror",
+    "SearchPage",
     "SqlAgentRepository",
 ]

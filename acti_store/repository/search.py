@@ -35,6 +35,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ..models import SearchQuery, escape_like
 from ..schema import agent_tags, agents, masks_containing
+from .cursor import SortKey
 from .statements import AGENT_COLUMNS
 
 #: The trigram index serves words of at least three characters.
@@ -60,11 +61,15 @@ _FTS_PROBE: Final = text(
     f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
 )
 
+#: Each sort but the name's: its column, which orders descending, ties broken by name ascending.
+_SORT_COLUMNS: Final[Mapping[str, ColumnElement[Any]]] = {
+    "created_at": agents.c.created_at,
+    "updated_at": agents.c.updated_at,
+    "execution_count": agents.c.execution_count,
+}
 _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
     "name": (agents.c.name.asc(),),
-    "created_at": (agents.c.created_at.desc(), agents.c.name.asc()),
-    "updated_at": (agents.c.updated_at.desc(), agents.c.name.asc()),
-    "execution_count": (agents.c.execution_count.desc(), agents.c.name.asc()),
+    **{sort: (col.desc(), agents.c.name.asc()) for sort, col in _SORT_COLUMNS.items()},
 }
 
 
@@ -72,6 +77,41 @@ def search_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> S
     """The SELECT of ``AGENT_COLUMNS`` that answers ``query``: filters combined with AND, rows in
     the sort's order, at most ``limit``. On SQLite a text query first probes the text index on
     ``conn``: run the statement on the same connection and transaction (one snapshot)."""
+    return (
+        select(*AGENT_COLUMNS)
+        .where(search_condition(conn, query, sqlite=sqlite))
+        .order_by(*_SORTS[query.sort_by])
+        .limit(query.limit)
+    )
+
+
+def page_statements(
+    condition: ColumnElement[bool], query: SearchQuery, after: SortKey | None
+) -> tuple[Select[Any], Select[Any]]:
+    """For ``search_page``: the count of every match of ``condition`` (``search_condition``),
+    and the page of ``query.limit`` + 1 matches after the sort key ``after`` (the extra row says
+    whether another page follows), in the sort's order."""
+    count = select(func.count()).select_from(agents).where(condition)
+    page = select(*AGENT_COLUMNS).where(condition)
+    if after is not None:
+        page = page.where(_after(query.sort_by, after))
+    return count, page.order_by(*_SORTS[query.sort_by]).limit(query.limit + 1)
+
+
+def _after(sort_by: str, key: SortKey) -> ColumnElement[bool]:
+    """The rows that come after ``key`` in the order of ``sort_by`` (keyset pagination).
+
+    ``value <= v AND (value < v OR name > n)`` rather than just the OR: the first term is a
+    range on the sort's index, which both planners use.
+    """
+    if sort_by == "name":
+        return agents.c.name > key.name
+    column = _SORT_COLUMNS[sort_by]
+    return and_(column <= key.value, or_(column < key.value, agents.c.name > key.name))
+
+
+def search_condition(conn: Connection, query: SearchQuery, *, sqlite: bool) -> ColumnElement[bool]:
+    """Every filter of ``query`` combined with AND (see ``search_statement`` for ``conn``)."""
     filtered = _filter_column if sqlite else _indexed_column
     conditions: list[ColumnElement[bool]] = []
     if query.stratum is not None:
@@ -90,12 +130,7 @@ def search_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> S
         conditions.append(filtered(agents.c.execution_count) >= query.min_executions)
     if query.query:
         conditions.extend(_text_conditions(conn, query.query, sqlite=sqlite))
-    return (
-        select(*AGENT_COLUMNS)
-        .where(and_(True, *conditions))
-        .order_by(*_SORTS[query.sort_by])
-        .limit(query.limit)
-    )
+    return and_(True, *conditions)
 
 
 def _indexed_column(col: ColumnElement[Any]) -> ColumnElement[Any]:

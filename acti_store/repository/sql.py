@@ -11,14 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
 from ..dberrors import is_retryable, translate_errors, translated
-from ..engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
+from ..engine import POSTGRES_BEGIN_SNAPSHOT, SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
 from ..errors import (
     AgentExistsError,
     AgentNotFoundError,
@@ -43,8 +42,9 @@ from ..models import (
     trusted,
     utc_now,
 )
-from ..sqlexec import Connections, Cursor, connections_for
+from ..sqlexec import Cursor, connections_for, roll_back
 from .bulk import put_all
+from .cursor import decode_cursor
 from .interface import (
     AgentRepository,
     BulkPutResult,
@@ -52,7 +52,9 @@ from .interface import (
     ConflictPolicy,
     ImportItem,
     Mirror,
+    SearchPage,
 )
+from .paging import agent_pages, export_stream, search_page
 from .search import search_statement
 from .statements import (
     ALL,
@@ -64,10 +66,6 @@ from .statements import (
     DELETE_HISTORY,
     DELETE_TAGS,
     ERROR_COUNT,
-    EXPORT_AGENTS,
-    EXPORT_RECORD_AGENT_ID,
-    EXPORT_RECORD_OFFSET,
-    EXPORT_RECORDS,
     GET,
     GET_FOR_UPDATE,
     GET_ID,
@@ -76,7 +74,6 @@ from .statements import (
     INSERT_EXECUTION,
     INSERT_TAG,
     LAST_EXECUTED_AT,
-    NAME,
     NAMES,
     RECORD_RUN,
     STATS,
@@ -109,21 +106,6 @@ def _require_storable(name: str) -> None:
         raise AgentNotFoundError(name)
 
 
-def _roll_back(connections: Connections, connection: Any) -> None:
-    """Roll back after a failure; a connection that cannot even do that is closed, not reused."""
-    try:
-        connection.rollback()
-    except Exception:
-        connections.discard(connection)
-    else:
-        connections.give(connection)
-
-
-def _export_page(cursor: Cursor, page: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-    """One page of agents (by name) and all their records, in one snapshot."""
-    return cursor.all(EXPORT_AGENTS, page), cursor.all(EXPORT_RECORDS, page)
-
-
 def _clone_description(source: str) -> str:
     room = DESCRIPTION_MAX_LENGTH - len(CLONE_SUFFIX)
     return source[:room] + CLONE_SUFFIX
@@ -151,6 +133,13 @@ class SqlAgentRepository(AgentRepository):
         self._dialect = engine.dialect
         self._dbapi = engine.dialect.loaded_dbapi
         self._sqlite = engine.dialect.name == "sqlite"
+        # What opens a transaction that reads one snapshot, and one that writes (``_run``).
+        self._begin_snapshot: str | None = None
+        self._begin_write: str | None = None
+        if self._sqlite:
+            self._begin_snapshot, self._begin_write = SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
+        elif engine.dialect.name == "postgresql":
+            self._begin_snapshot = POSTGRES_BEGIN_SNAPSHOT
         self._clock: Clock = clock or utc_now
         self.mirror = mirror
 
@@ -178,23 +167,25 @@ class SqlAgentRepository(AgentRepository):
     def _run(self, work: Callable[[Cursor], T], *, begin: str | None) -> T:
         """Run ``work`` on a pooled DBAPI connection, committed if it returns, else rolled back.
 
-        ``begin`` is what SQLite opens the transaction with: ``SQLITE_BEGIN_WRITE`` for writes,
-        ``SQLITE_BEGIN_READ`` for a read that needs one snapshot, None for a single-statement
-        read (the engine's policy, ``acti_store.engine``). PostgreSQL begins implicitly.
+        ``begin`` is the first statement of the transaction: ``_begin_write`` for writes (SQLite:
+        ``BEGIN IMMEDIATE``), ``_begin_snapshot`` for a read of several statements that must see
+        one snapshot (SQLite: ``BEGIN``; PostgreSQL: REPEATABLE READ), None for a
+        single-statement read (the engine's policy, ``acti_store.engine``). PostgreSQL's driver
+        begins the transaction itself.
         """
         connections = self._connections
         connection = connections.take()
         raw_cursor = connection.cursor()
         try:
             cursor = Cursor(raw_cursor, self._dialect)
-            if begin is not None and self._sqlite:
+            if begin is not None:
                 cursor.raw(begin)
             result = work(cursor)
             if begin is not None or not self._sqlite:  # else SQLite had no transaction open
                 connection.commit()
         except BaseException:
             raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
-            _roll_back(connections, connection)
+            roll_back(connections, connection)
             raise
         raw_cursor.close()
         connections.give(connection)
@@ -202,7 +193,7 @@ class SqlAgentRepository(AgentRepository):
 
     def _read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
         try:
-            return self._run(work, begin=SQLITE_BEGIN_READ if snapshot else None)
+            return self._run(work, begin=self._begin_snapshot if snapshot else None)
         except Exception as exc:  # not translate_errors: a context manager costs on every read
             error = translated(exc, self._dbapi)
             if error is None:
@@ -214,7 +205,7 @@ class SqlAgentRepository(AgentRepository):
         delay = 0.01
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
-                return self._run(work, begin=SQLITE_BEGIN_WRITE)
+                return self._run(work, begin=self._begin_write)
             except Exception as exc:
                 error = translated(exc, self._dbapi, name)
                 if error is None:
@@ -261,6 +252,9 @@ class SqlAgentRepository(AgentRepository):
 
     def list_agents(self) -> list[Agent]:
         return self._read(lambda cursor: [agent_from_row(r) for r in cursor.all(ALL)])
+
+    def iter_agents(self, page_size: int = 500) -> Iterator[Agent]:
+        return agent_pages(self._read, page_size)
 
     def list_names(self) -> list[str]:
         return self._read(lambda cursor: [r[0] for r in cursor.all(NAMES)])
@@ -360,6 +354,11 @@ class SqlAgentRepository(AgentRepository):
             stmt = search_statement(conn, query, sqlite=self._sqlite)
             return [agent_from_row(row) for row in conn.execute(stmt)]
 
+    def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
+        after = None if cursor is None else decode_cursor(cursor, query)
+        with translate_errors(self._dbapi), self._engine.connect() as conn:
+            return search_page(conn, query, after, sqlite=self._sqlite)
+
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)
         for stratum, count in self._read(lambda cursor: cursor.all(COUNT_BY_STRATUM)):
@@ -400,6 +399,15 @@ class SqlAgentRepository(AgentRepository):
             raise AgentNotFoundError(name)
         return history_from_rows(name, rows)
 
+    def get_with_history(self, name: str) -> tuple[Agent, ExecutionHistory]:
+        page = {"name": name, "limit": HISTORY_MAX_RECORDS}
+
+        def work(cursor: Cursor) -> tuple[Agent, ExecutionHistory]:
+            agent = agent_from_row(self._locate(cursor, name))
+            return agent, history_from_rows(name, cursor.all(HISTORY[False], page))
+
+        return self._read(work, snapshot=True)
+
     def execution_stats(self, name: str) -> ExecutionStats:
         def work(cursor: Cursor) -> tuple[Sequence[Any], Sequence[Any]]:
             row = self._locate(cursor, name)
@@ -436,31 +444,9 @@ class SqlAgentRepository(AgentRepository):
     # -- interchange -------------------------------------------------------------------------------
 
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
-        after = ""
-        while True:
-            page = {"after": after, "page_size": page_size}
-            rows, records = self._read(partial(_export_page, page=page), snapshot=True)
-            if not rows:
-                return
-            by_id: dict[int, list[ExecutionRecord]] = {row[ID]: [] for row in rows}
-            for record in records:
-                by_id[record[EXPORT_RECORD_AGENT_ID]].append(
-                    record_from_row(record, EXPORT_RECORD_OFFSET)
-                )
-            for row in rows:
-                history = by_id[row[ID]]
-                yield (
-                    agent_from_row(row),
-                    trusted(
-                        ExecutionHistory,
-                        agent_name=row[NAME],
-                        executions=history,
-                        total_executions=row[TOTAL_EXECUTIONS],
-                    )
-                    if history or row[TOTAL_EXECUTIONS]
-                    else None,
-                )
-            after = rows[-1][NAME]
+        return export_stream(
+            self._connections, self._dialect, self._dbapi, self._begin_snapshot, page_size
+        )
 
     def bulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
