@@ -30,6 +30,11 @@ SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
 #: a 2 MB cache go to the operating system for every page.
 SQLITE_CACHE_KIB: Final = 16_000
+#: Size the WAL file is cut back to when SQLite starts it over after a checkpoint. A long reader
+#: (an export holds one snapshot from its first page to its last) stops checkpoints from resetting
+#: the WAL past its snapshot, so the WAL grows with every write made meanwhile; without a limit
+#: the file would keep that size on disk for good.
+SQLITE_WAL_SIZE_LIMIT: Final = 64 * 2**20
 #: How SQLite begins a transaction that reads (one snapshot) and one that writes: a writer takes
 #: the write lock up front, so concurrent writers queue on the busy timeout instead of failing
 #: with "database is locked" when a read lock would have to be upgraded. Both routes that begin
@@ -79,6 +84,7 @@ def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None
     _enable_wal(cursor)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+    cursor.execute(f"PRAGMA journal_size_limit = {SQLITE_WAL_SIZE_LIMIT}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
 
