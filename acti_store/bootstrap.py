@@ -10,7 +10,8 @@ from typing import Any, Final
 
 from sqlalchemy.engine import URL
 
-from .engine import make_engine, upgrade_schema
+from .engine import LOCK_TIMEOUT_DEFAULT, check_schema, make_engine, upgrade_schema
+from .errors import InvalidInputError
 from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository
 
@@ -22,27 +23,57 @@ def open_repository(
     url: str | URL | None = None,
     *,
     migrate: bool = True,
+    read_only: bool = False,
     clock: Clock | None = None,
     mirror: Mirror | None = None,
     export_dir: str | os.PathLike[str] | None = None,
     engine_options: dict[str, Any] | None = None,
+    lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
-    Brings the schema to Alembic head unless ``migrate=False``. ``clock`` (a callable returning an
-    aware UTC datetime) sets every timestamp the store writes; tests pass a fixed one.
-    Unless a ``mirror`` is given, ``export_dir`` (else ``ACTI_STORE_EXPORT_DIR``; ``""`` for none)
-    names a directory whose JSON files are rewritten after each committed write.
+    URLs: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
+    ``postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE`` (``pip install
+    "acti-store[postgres]"``). Brings the schema to Alembic head unless ``migrate=False``.
+    ``read_only=True`` opens for reading only: no migration (the schema must be at head), no
+    WAL switch, SQLite ``mode=ro`` (``immutable=1`` when the file's folder is read-only too),
+    PostgreSQL read-only transactions; every write raises ``ReadOnlyStoreError``.
+    ``clock`` (a callable returning an aware UTC datetime) sets every timestamp the store
+    writes; tests pass a fixed one. Unless a ``mirror`` is given, ``export_dir`` (else
+    ``ACTI_STORE_EXPORT_DIR``; ``""`` for none) names a directory whose JSON files are
+    rewritten after each committed write. ``lock_timeout`` (seconds) is how long one call may
+    wait in all for a lock another writer holds, retries included; then it fails with a
+    ``StoreUnavailableError`` saying so.
+
+    Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``) for a
+    ``lock_timeout`` that is not a positive number; ``StoreUrlError`` (also a ``ValueError``)
+    for a URL that is not one of those forms; ``MissingDriverError`` (also an ``ImportError``)
+    when the database driver is not installed, saying what to install;
+    ``StoreUnavailableError`` when the database cannot be reached or created;
+    ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``) when the store cannot be
+    written by this process and ``read_only`` was not given; ``SchemaVersionError`` for a
+    schema written by a newer acti_store (or, read-only, one not at head).
     """
-    if mirror is None:
+    if not lock_timeout > 0:
+        raise InvalidInputError(
+            "open_repository argument",
+            [("lock_timeout", f"must be a positive number of seconds, not {lock_timeout!r}")],
+        )
+    if mirror is None and not read_only:
         directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
         if directory:
             mirror = JsonMirror(directory)
-    engine = make_engine(url, **(engine_options or {}))
+    engine = make_engine(
+        url, read_only=read_only, lock_timeout=lock_timeout, **(engine_options or {})
+    )
     try:
-        if migrate:
+        if read_only:
+            check_schema(engine)
+        elif migrate:
             upgrade_schema(engine)
     except BaseException:
         engine.dispose()
         raise
-    return SqlAgentRepository(engine, clock=clock, mirror=mirror)
+    return SqlAgentRepository(
+        engine, clock=clock, mirror=mirror, read_only=read_only, lock_timeout=lock_timeout
+    )

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from sqlalchemy import exc as sa_exc
 
-from .errors import AgentExistsError, AgentStoreError, StoreUnavailableError
+from .errors import AgentExistsError, AgentStoreError, ReadOnlyStoreError, StoreUnavailableError
 
 #: PostgreSQL: serialization failure, deadlock, lock not available. Trying again can succeed.
 _RETRYABLE_SQLSTATES: Final = frozenset({"40001", "40P01", "55P03"})
@@ -30,6 +30,49 @@ _SQLITE_UNIQUE_CODES: Final = frozenset(
 )
 #: The primary result code is the low byte of an extended one (SQLITE_BUSY_SNAPSHOT is a BUSY).
 _SQLITE_PRIMARY_CODE_MASK: Final = 0xFF
+#: PostgreSQL: a write in a read-only transaction.
+_READ_ONLY_SQLSTATE: Final = "25006"
+#: What to do about a store this process cannot write.
+READ_ONLY_HINT: Final = (
+    "the store (its file or its folder) cannot be written by this process: to read it, open "
+    "it with read_only=True (acti-store list, show, search, history, export: --read-only)"
+)
+#: SQLite primary result codes of a passing condition: another connection holds a lock.
+_SQLITE_TRANSIENT: Final = frozenset(
+    {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PROTOCOL}
+)
+#: SQLite primary result codes of a lasting problem, and what it means for the store.
+_SQLITE_LASTING: Final = {
+    sqlite3.SQLITE_CORRUPT: "the store file is corrupt",
+    sqlite3.SQLITE_NOTADB: "the store file is not a database (damaged or not a SQLite file)",
+    sqlite3.SQLITE_READONLY: "the store is read-only",
+    sqlite3.SQLITE_FULL: "the disk holding the store is full",
+    sqlite3.SQLITE_PERM: "permission to the store file was denied",
+    sqlite3.SQLITE_AUTH: "permission to the store was denied",
+    sqlite3.SQLITE_CANTOPEN: "the store file cannot be opened (missing folder or no permission)",
+    sqlite3.SQLITE_IOERR: "the disk failed to read or write the store file",
+}
+#: PostgreSQL SQLSTATEs of a passing condition: serialization failure, deadlock, lock not
+#: available, query canceled (a timeout), the server shutting down or starting, too many
+#: connections. Class 08 (connection exceptions) too, and a connection that failed or was lost
+#: before the server could answer (psycopg reports no SQLSTATE then).
+_PG_TRANSIENT: Final = frozenset(
+    {"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300"}
+)
+_PG_TRANSIENT_CLASSES: Final = frozenset({"08"})
+#: PostgreSQL SQLSTATEs (or classes) of a lasting problem, and what it means for the store.
+_PG_LASTING: Final = {
+    "53100": "the database server's disk is full",
+    "42501": "permission to the store was denied",
+    _READ_ONLY_SQLSTATE: "the store is read-only",
+    "3D000": "the database does not exist",
+    "3F000": "the store's schema does not exist",
+    "42P01": "the store's tables are missing (run `acti-store migrate`)",
+    "XX001": "the database reports corrupt data",
+    "XX002": "the database reports a corrupt index",
+    "58030": "the database server failed to read or write its files",
+}
+_PG_LASTING_CLASSES: Final = {"28": "the database refused the credentials"}
 
 
 def driver_error(exc: BaseException) -> BaseException:
@@ -47,10 +90,77 @@ def is_sqlite_busy(exc: BaseException) -> bool:
     return code is not None and code & _SQLITE_PRIMARY_CODE_MASK == sqlite3.SQLITE_BUSY
 
 
+def is_read_only(exc: BaseException) -> bool:
+    """The database refused a write because it is read-only (SQLite) or the transaction is."""
+    orig = driver_error(exc)
+    code = _sqlite_code(orig)
+    if code is not None:
+        return code & _SQLITE_PRIMARY_CODE_MASK == sqlite3.SQLITE_READONLY
+    return getattr(orig, "sqlstate", None) == _READ_ONLY_SQLSTATE
+
+
+def is_lock_wait(exc: BaseException) -> bool:
+    """A lock another writer held did not come free in time (SQLite busy, PostgreSQL 55P03)."""
+    return is_sqlite_busy(exc) or getattr(driver_error(exc), "sqlstate", None) == "55P03"
+
+
+def locked_out(waited: float) -> StoreUnavailableError:
+    """The error of a write that gave up waiting for the lock, after ``waited`` seconds."""
+    return StoreUnavailableError(
+        f"the store was locked by another writer for {waited:.1f} s (the lock timeout); "
+        "nothing was written",
+        transient=True,
+    )
+
+
 def is_retryable(exc: BaseException) -> bool:
     """A lock timeout (SQLite), serialization failure or deadlock (PostgreSQL)."""
     orig = driver_error(exc)
     return getattr(orig, "sqlstate", None) in _RETRYABLE_SQLSTATES or is_sqlite_busy(orig)
+
+
+def _lasting_problem(exc: BaseException) -> str | None:
+    """What is wrong, for a driver error whose cause retrying will not remove; else None."""
+    orig = driver_error(exc)
+    code = _sqlite_code(orig)
+    if code is not None:
+        return _SQLITE_LASTING.get(code & _SQLITE_PRIMARY_CODE_MASK)
+    sqlstate = getattr(orig, "sqlstate", None)
+    if isinstance(sqlstate, str):
+        return _PG_LASTING.get(sqlstate) or _PG_LASTING_CLASSES.get(sqlstate[:2])
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether trying again can help: a lock, a lost connection, a conflict, a restart."""
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    orig = driver_error(exc)
+    code = _sqlite_code(orig)
+    if code is not None:
+        return code & _SQLITE_PRIMARY_CODE_MASK in _SQLITE_TRANSIENT
+    sqlstate = getattr(orig, "sqlstate", None)
+    if isinstance(sqlstate, str):
+        return sqlstate in _PG_TRANSIENT or sqlstate[:2] in _PG_TRANSIENT_CLASSES
+    # psycopg gives no SQLSTATE when the connection failed or broke before the server answered:
+    # a DB-API OperationalError then.
+    return any(cls.__name__ == "OperationalError" for cls in type(orig).__mro__)
+
+
+def unavailable(exc: BaseException, prefix: str | None = None) -> StoreUnavailableError:
+    """The error for a driver error that is not about the request: transient or lasting, and
+    when it lasts, what is wrong in words (a ``ReadOnlyStoreError`` saying what to do when the
+    store cannot be written). ``prefix`` opens the message."""
+    lines = str(driver_error(exc)).strip().splitlines()
+    detail = lines[0] if lines else type(driver_error(exc)).__name__
+    problem = _lasting_problem(exc)
+    if problem is not None:
+        opening = f"{prefix}: {problem}" if prefix else problem
+        if is_read_only(exc):
+            return ReadOnlyStoreError(f"{opening}: {detail}; {READ_ONLY_HINT}")
+        return StoreUnavailableError(f"{opening}: {detail}", transient=False)
+    opening = prefix or "the store is unavailable"
+    return StoreUnavailableError(f"{opening}: {detail}", transient=is_transient(exc))
 
 
 def _is_unique_violation(orig: BaseException) -> bool:
@@ -69,13 +179,15 @@ def translated(exc: BaseException, dbapi: Any, name: str | None = None) -> BaseE
     if not isinstance(exc, sa_exc.DBAPIError | dbapi.Error):
         return None
     orig = driver_error(exc)
+    if _lasting_problem(orig) is not None:  # e.g. no permission: a ProgrammingError on psycopg
+        return unavailable(exc)
     if isinstance(orig, dbapi.IntegrityError):
         if name is not None and _is_unique_violation(orig):
             return AgentExistsError(name)
         return AgentStoreError(f"the store refused the write: {orig}")
     if isinstance(orig, dbapi.DataError | dbapi.ProgrammingError):
         return AgentStoreError(f"the store rejected the statement: {orig}")
-    return StoreUnavailableError(f"the store is unavailable: {orig}")
+    return unavailable(exc)
 
 
 @contextmanager
@@ -94,5 +206,4 @@ def translate_errors(dbapi: Any, name: str | None = None) -> Iterator[None]:
 
 def unreachable(exc: BaseException) -> StoreUnavailableError:
     """The error for a store that cannot be opened at all: the first line of what failed."""
-    lines = str(driver_error(exc)).strip().splitlines()
-    return StoreUnavailableError(f"cannot open the store: {lines[0] if lines else ''}")
+    return unavailable(exc, "cannot open the store")

@@ -10,22 +10,31 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote, unquote
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from .dberrors import is_sqlite_busy, unreachable
-from .errors import SchemaVersionError
+from .errors import (
+    MissingDriverError,
+    SchemaVersionError,
+    StoreUnavailableError,
+    StoreUrlError,
+)
 
 ENV_URL: Final = "ACTI_STORE_URL"
 DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
-#: How long a SQLite writer waits for the lock before giving up (milliseconds).
-SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
+#: How long one call of the store may wait, in all, for a lock another writer holds (seconds):
+#: ``open_repository(lock_timeout=...)``. Every wait for a lock (SQLite's busy timeout,
+#: PostgreSQL's ``lock_timeout``) and every retry of the write count against this one deadline.
+LOCK_TIMEOUT_DEFAULT: Final = 30.0
 #: Page cache per SQLite connection, in KiB (SQLite's default is 2,000). Filled only as pages
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
 #: a 2 MB cache go to the operating system for every page.
@@ -49,11 +58,47 @@ SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
 POSTGRES_BEGIN_SNAPSHOT: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
+#: The drivers acti_store runs on, by database (the driver part of ``dialect+driver://``).
+SUPPORTED_DRIVERS: Final = {"sqlite": "pysqlite", "postgresql": "psycopg"}
+#: What to install for a driver that is missing.
+DRIVER_EXTRAS: Final = {"psycopg": 'pip install "acti-store[postgres]"'}
+SUPPORTED_URLS: Final = (
+    "Use sqlite:///relative/path.db, sqlite:////absolute/path.db, or "
+    "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE (PostgreSQL needs "
+    'pip install "acti-store[postgres]")'
+)
 
 
 def resolve_url(url: str | URL | None = None) -> URL:
-    """The URL argument, else ``ACTI_STORE_URL``, else the default SQLite file."""
-    return make_url(url or os.environ.get(ENV_URL) or DEFAULT_URL)
+    """The URL argument, else ``ACTI_STORE_URL``, else the default SQLite file.
+
+    Raises ``StoreUrlError`` for text that is not a database URL, or names a database or driver
+    acti_store does not run on; the message lists the supported forms.
+    """
+    given = url or os.environ.get(ENV_URL) or DEFAULT_URL
+    try:
+        resolved = make_url(given)
+        backend, driver = resolved.get_backend_name(), resolved.get_driver_name()
+    except sa_exc.ArgumentError:  # not a URL, or a database SQLAlchemy has no dialect for
+        raise StoreUrlError(
+            f"{_shown_url(given)} is not a database URL acti_store can use. {SUPPORTED_URLS}"
+        ) from None
+    if backend not in SUPPORTED_DRIVERS:
+        raise StoreUrlError(f"acti_store does not support {backend} databases. {SUPPORTED_URLS}")
+    if driver != SUPPORTED_DRIVERS[backend]:
+        raise StoreUrlError(
+            f"acti_store does not support the {driver} driver for {backend}: use "
+            f"{backend}+{SUPPORTED_DRIVERS[backend]}://. {SUPPORTED_URLS}"
+        )
+    return resolved
+
+
+def _shown_url(given: str | URL) -> str:
+    """The URL a user gave, quoted in an error only when it cannot hold a password."""
+    text = given.render_as_string(hide_password=True) if isinstance(given, URL) else str(given)
+    if "@" in text or "password" in text.lower():
+        return "the store URL (not shown: it may hold a password)"
+    return f"the store URL {text[:200]!r}"
 
 
 def migrations_dir() -> Path:
@@ -76,12 +121,20 @@ def alembic_config(url: URL | None = None) -> Config:
     return cfg
 
 
-def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+def lock_wait_sql(sqlite: bool, seconds: float) -> str:
+    """The statement after which a lock wait gives up after ``seconds`` (at least 1 ms: 0 means
+    "never wait" to SQLite, "wait forever" to PostgreSQL). SQLite: the connection's busy timeout.
+    PostgreSQL: ``SET LOCAL``, this transaction only (run it first in the transaction)."""
+    ms = max(1, round(seconds * 1000))
+    return f"PRAGMA busy_timeout = {ms}" if sqlite else f"SET LOCAL lock_timeout = {ms}"
+
+
+def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     # We issue BEGIN ourselves (see _sqlite_begin): the driver must not.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    _enable_wal(cursor)
+    cursor.execute(lock_wait_sql(True, lock_timeout))
+    _enable_wal(cursor, lock_timeout)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     cursor.execute(f"PRAGMA journal_size_limit = {SQLITE_WAL_SIZE_LIMIT}")
@@ -89,10 +142,21 @@ def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None
     cursor.close()
 
 
-def _enable_wal(cursor: Any) -> None:
+def _postgresql_connect(dbapi_connection: Any, lock_timeout: float, *, read_only: bool) -> None:
+    # A write waiting for a row lock gives up after lock_timeout (PostgreSQL waits forever by
+    # default): the repository then retries within the same deadline, or reports the lock.
+    ms = max(1, round(lock_timeout * 1000))
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = {ms}")
+        if read_only:  # every transaction of the session is read-only: the server refuses writes
+            cursor.execute("SET SESSION default_transaction_read_only = on")
+    dbapi_connection.commit()
+
+
+def _enable_wal(cursor: Any, lock_timeout: float) -> None:
     """Switch to WAL (kept in the file once set). Switching needs the database to itself and does
     not wait on the busy timeout: two processes opening a new store at once retry here."""
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + lock_timeout
     delay = 0.005
     while True:
         try:
@@ -111,22 +175,121 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(SQLITE_BEGIN_WRITE if writes else SQLITE_BEGIN_READ)
 
 
-def make_engine(url: str | URL | None = None, **kwargs: Any) -> Engine:
-    """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout)."""
+def make_engine(
+    url: str | URL | None = None,
+    *,
+    read_only: bool = False,
+    lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
+    **kwargs: Any,
+) -> Engine:
+    """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout; both: lock
+    waits end after ``lock_timeout`` seconds).
+
+    ``read_only`` opens for reading only (``read_only_url``; no WAL switch, no folder created;
+    PostgreSQL sessions default to read-only transactions). Raises ``StoreUrlError`` for a URL
+    acti_store cannot use, ``MissingDriverError`` (saying what to install) when its driver is
+    missing, and ``StoreUnavailableError`` when the SQLite file's folder cannot be created.
+    """
     resolved = resolve_url(url)
+
+    def connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        if resolved.get_backend_name() == "sqlite":
+            policy = _sqlite_reader if read_only else _sqlite_connect
+            policy(dbapi_connection, lock_timeout)
+        elif resolved.get_backend_name() == "postgresql":
+            _postgresql_connect(dbapi_connection, lock_timeout, read_only=read_only)
+
     if resolved.get_backend_name() == "sqlite":
-        database = resolved.database
-        if database and database != ":memory:" and not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if read_only:
+            resolved = read_only_url(resolved)
+        else:
+            _make_folder(resolved.database)
         # Every use of a connection ends in an explicit COMMIT or ROLLBACK (the repository's fast
         # path, SQLAlchemy's own connections), so the pool need not roll back again on check-in.
         kwargs.setdefault("pool_reset_on_return", None)
-        engine = create_engine(resolved, **kwargs)
-        event.listen(engine, "connect", _sqlite_connect)
+        engine = _create_engine(resolved, kwargs)
+        event.listen(engine, "connect", connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(resolved, **kwargs)
+    engine = _create_engine(resolved, kwargs)
+    event.listen(engine, "connect", connect)
+    return engine
+
+
+def _create_engine(url: URL, kwargs: dict[str, Any]) -> Engine:
+    try:
+        return create_engine(url, **kwargs)
+    except ImportError as exc:  # the dialect imports its driver here
+        driver = url.get_driver_name()
+        install = DRIVER_EXTRAS.get(driver, f"install the {driver} package")
+        raise MissingDriverError(
+            f"the {url.get_backend_name()} driver {driver!r} is not installed ({exc}). "
+            f"Install it with: {install}"
+        ) from None
+
+
+def _make_folder(database: str | None) -> None:
+    if database and database != ":memory:" and not database.startswith("file:"):
+        folder = Path(database).expanduser().parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"cannot open the store: cannot create its folder {folder}: {exc.strerror or exc}",
+                transient=False,
+            ) from None
+
+
+def read_only_url(url: URL) -> URL:
+    """The SQLite URL that opens ``url``'s file for reading only (``mode=ro``).
+
+    When the file's folder is not writable either, SQLite could not create the side files WAL
+    reads need, so the file is opened ``immutable=1``: SQLite then takes no locks and assumes
+    nobody changes the file while it is open. Not when a write-ahead log is there (a writer was
+    killed before merging it), which immutable reads would not see: it is read through its
+    ``-shm`` index with ``mode=ro``, and without that index the store is refused.
+    """
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        raise StoreUrlError(
+            "read-only needs a SQLite file given by its path (sqlite:///path/to/store.db)"
+        )
+    path = Path(database).expanduser().resolve()
+    if not path.is_file():
+        raise StoreUnavailableError(
+            f"cannot open the store read-only: {path} is not a file", transient=False
+        )
+    query = "mode=ro"
+    if not os.access(path.parent, os.W_OK):
+        wal = path.with_name(path.name + "-wal")
+        if not wal.is_file() or wal.stat().st_size == 0:
+            query += "&immutable=1"
+        elif not path.with_name(path.name + "-shm").is_file():
+            raise StoreUnavailableError(
+                f"cannot open the store read-only: its folder {path.parent} is read-only and "
+                f"holds an unmerged write-ahead log ({wal.name}) without its index file "
+                f"({path.name}-shm): open the store once with write access to merge the log",
+                transient=False,
+            )
+    return url.set(database=f"file:{quote(str(path))}?{query}").update_query_dict({"uri": "true"})
+
+
+def sqlite_path(database: str) -> Path:
+    """The file a SQLite URL's database names: a path, or a ``file:`` URI (``read_only_url``)."""
+    if database.startswith("file:"):
+        return Path(unquote(database.removeprefix("file:").partition("?")[0]))
+    return Path(database).expanduser()
+
+
+def _sqlite_reader(dbapi_connection: Any, lock_timeout: float) -> None:
+    """The connection policy of a read-only store: no WAL switch, and no writes at all."""
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute(lock_wait_sql(True, lock_timeout))
+    cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+    cursor.execute("PRAGMA query_only = ON")
+    cursor.close()
 
 
 def upgrade_schema(engine: Engine) -> None:
@@ -138,20 +301,43 @@ def upgrade_schema(engine: Engine) -> None:
     cfg = alembic_config()
     script = ScriptDirectory.from_config(cfg)
     heads = set(script.get_heads())
-    try:
-        with engine.connect() as conn:
-            current = set(MigrationContext.configure(conn).get_current_heads())
-    except Exception as exc:  # the database cannot be reached at all
-        raise unreachable(exc) from exc
+    current = _current_heads(engine)
     _refuse_unknown(script, current)
     if current == heads:
         return
     with engine.execution_options(acti_write=True).begin() as conn:
         if conn.dialect.name == "postgresql":
+            # Openers queue behind a migration however long it takes (a table rewrite may take
+            # longer than lock_timeout): it is not a write waiting on another writer.
+            conn.execute(text("SET LOCAL lock_timeout = 0"))
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
         _refuse_unknown(script, set(MigrationContext.configure(conn).get_current_heads()))
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
+
+
+def check_schema(engine: Engine) -> None:
+    """Refuse (``SchemaVersionError``) a store whose schema is not at Alembic head, writing
+    nothing: what a read-only open does instead of ``upgrade_schema``."""
+    script = ScriptDirectory.from_config(alembic_config())
+    heads = set(script.get_heads())
+    current = _current_heads(engine)
+    _refuse_unknown(script, current)
+    if current != heads:
+        at = ", ".join(sorted(current)) or "none (no acti_store schema)"
+        raise SchemaVersionError(
+            f"the store's schema is at revision {at}, not {', '.join(sorted(heads))}, and a "
+            "read-only open does not upgrade it: open it once with write access (acti-store "
+            "migrate) first"
+        )
+
+
+def _current_heads(engine: Engine) -> set[str]:
+    try:
+        with engine.connect() as conn:
+            return set(MigrationContext.configure(conn).get_current_heads())
+    except Exception as exc:  # the database cannot be reached at all
+        raise unreachable(exc) from exc
 
 
 def _refuse_unknown(script: ScriptDirectory, current: set[str]) -> None:

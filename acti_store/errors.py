@@ -7,9 +7,14 @@ the contract's ``ERROR: ...`` texts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class AgentStoreError(Exception):
     """Base class of every error acti_store raises on purpose."""
+
+    #: Whether the same call can succeed if tried again later (see ``StoreUnavailableError``).
+    transient: bool = False
 
 
 class AgentNotFoundError(AgentStoreError, LookupError):
@@ -33,7 +38,9 @@ class VersionConflictError(AgentStoreError):
 
     def __init__(self, name: str, expected: int, actual: int) -> None:
         super().__init__(
-            f"Agent {name!r} is at version {actual}, not {expected}: it was modified concurrently"
+            f"Agent {name!r}: expected version {expected}, the store has {actual}. It changed "
+            "since it was read, or the version given is wrong: read it again and apply the "
+            "change to that version"
         )
         self.name = name
         self.expected = expected
@@ -53,15 +60,88 @@ class SchemaVersionError(AgentStoreError):
 
 
 class StoreUnavailableError(AgentStoreError):
-    """The database could not be reached or answered with an operational error."""
+    """The database could not be reached or answered with an operational error.
+
+    ``transient`` says whether trying again can help: True for a passing condition (a lock held
+    by another writer, a lost connection, a serialization failure, a server restarting), False
+    for a lasting one (a corrupt or read-only file, a full disk, no permission, an unknown
+    schema). ``acti_store.dberrors`` decides it from the driver's error code.
+    """
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+    def __reduce__(self) -> tuple[object, ...]:  # keeps ``transient`` across processes
+        return (type(self), (str(self),), {"transient": self.transient})
 
 
-class InvalidCursorError(AgentStoreError, ValueError):
+class InvalidInputError(AgentStoreError, ValueError):
+    """An argument given to the Python API breaks a rule of ``acti_store.models``.
+
+    ``problems`` holds every ``(field, message)`` found, not only the first.
+    """
+
+    def __init__(self, subject: str, problems: Sequence[tuple[str, str]]) -> None:
+        self.subject = subject
+        self.problems = [(str(field), str(message)) for field, message in problems]
+        listed = "; ".join(f"{field}: {message}" for field, message in self.problems)
+        super().__init__(f"invalid {subject}: {listed}")
+
+
+class InvalidAgentError(InvalidInputError):
+    """An agent configuration, update or clone breaks the rules of ``acti_store.models``."""
+
+
+class ArgumentTypeError(AgentStoreError, TypeError):
+    """An argument of the Python API is of a type it does not take; the message says which."""
+
+
+class StoreUrlError(AgentStoreError, ValueError):
+    """The database URL cannot name a store: not a URL, or a database acti_store does not use."""
+
+
+class MissingDriverError(AgentStoreError, ImportError):
+    """The database driver the URL needs is not installed; the message says what to install."""
+
+
+class ReadOnlyStoreError(StoreUnavailableError):
+    """A write to a store that is open for reading only (or that this process cannot write).
+
+    Lasting: ``transient`` is always False, since trying the same write again cannot succeed.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)
+
+
+class ExportError(AgentStoreError, OSError):
+    """The export folder cannot be written; the message names it and says why.
+
+    Every file already in the folder is whole: each is replaced atomically or left as it was.
+    """
+
+    def __init__(self, directory: str, reason: str) -> None:
+        super().__init__(f"cannot export to {directory}: {reason}")
+        self.directory = directory
+        self.reason = reason
+
+
+class InvalidCursorError(InvalidInputError):
     """A ``search_page`` cursor that is not the ``next_cursor`` of a page of the same query."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(
-            f"Invalid search cursor: {reason}. Pass the next_cursor of the previous page of the "
-            "same query, or None for the first page."
+            "search cursor",
+            [
+                (
+                    "cursor",
+                    f"{reason}; pass the next_cursor of the previous page of the same query, "
+                    "or None for the first page",
+                )
+            ],
         )
         self.reason = reason
+
+    def __reduce__(self) -> tuple[object, ...]:  # rebuilt from its reason across processes
+        return (type(self), (self.reason,))

@@ -23,6 +23,11 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .timestamps import NAIVE_DATETIME_RULE as NAIVE_DATETIME_RULE
+from .timestamps import as_utc as as_utc
+from .timestamps import aware_utc, refuse_naive
+from .timestamps import utc_now as utc_now
+
 # --------------------------------------------------------------------------------------------------
 # The contract's limits and choices
 # --------------------------------------------------------------------------------------------------
@@ -68,8 +73,12 @@ RESERVED_TAGS: Final[Mapping[str, str]] = {
 }
 
 HISTORY_MAX_RECORDS: Final = 50
-#: Largest count a field may hold: what an ``Integer`` column stores on every engine.
+#: Largest value of a field stored in an ``Integer`` column (32-bit on PostgreSQL): the tool
+#: calls of one run.
 INTEGER_MAX: Final = 2**31 - 1
+#: Largest value of a counter or version: what a ``BigInteger`` column (64-bit on PostgreSQL;
+#: SQLite's INTEGER is 64-bit) stores. Versions and lifetime counters grow without bound.
+COUNTER_MAX: Final = 2**63 - 1
 TASK_RECORD_MAX_LENGTH: Final = 500
 RESULT_SUMMARY_MAX_LENGTH: Final = 200
 HISTORY_LIMIT_DEFAULT: Final = 10
@@ -103,18 +112,6 @@ UPDATABLE_FIELDS: Final[tuple[str, ...]] = (
 )
 
 DATE_FORMAT_HINT: Final = "Invalid date format. Use ISO 8601: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS"
-
-
-def utc_now() -> datetime:
-    """The default clock: the current time, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
-def as_utc(value: datetime) -> datetime:
-    """Return ``value`` in UTC; a naive datetime is taken to be UTC already."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -215,26 +212,42 @@ def _unique(values: list[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
+def _quoted(values: list[str]) -> str:
+    """Every one of ``values`` as an error message quotes them: ``'a', 'b'``."""
+    return ", ".join(f"'{_shown(value)}'" for value in _unique(values))
+
+
+def _is_or_are(values: list[str], noun: str) -> str:
+    """``'a' is not a valid tool`` or ``'a', 'b' are not valid tools``: every bad value named."""
+    if len(set(values)) == 1:
+        return f"{_quoted(values)} is not a valid {noun}"
+    return f"{_quoted(values)} are not valid {noun}s"
+
+
 def _check_tools(values: list[str]) -> list[str]:
-    for value in values:
-        if value not in TOOL_CATEGORIES:
-            raise PydanticCustomError(
-                "tool_category",
-                "'{value}' is not a valid tool. Use: {choices}",
-                {"value": _shown(value), "choices": ", ".join(TOOL_CATEGORIES)},
-            )
+    invalid = [value for value in values if value not in TOOL_CATEGORIES]
+    if invalid:
+        raise PydanticCustomError(
+            "tool_category",
+            "{invalid}. Use: {choices}",
+            {"invalid": _is_or_are(invalid, "tool"), "choices": ", ".join(TOOL_CATEGORIES)},
+        )
     return _unique(values)
 
 
+def _is_valid_tag(value: str) -> bool:
+    return TAG_MIN_LENGTH <= len(value) <= TAG_MAX_LENGTH and bool(TAG_PATTERN.fullmatch(value))
+
+
 def _check_tags(values: list[str]) -> list[str]:
-    for value in values:
-        if not TAG_MIN_LENGTH <= len(value) <= TAG_MAX_LENGTH or not TAG_PATTERN.fullmatch(value):
-            raise PydanticCustomError(
-                "tag_format",
-                "'{value}' is not a valid tag: tags are {min}-{max} characters, lowercase letters, "
-                "digits and hyphens, starting with a letter",
-                {"value": _shown(value), "min": TAG_MIN_LENGTH, "max": TAG_MAX_LENGTH},
-            )
+    invalid = [value for value in values if not _is_valid_tag(value)]
+    if invalid:
+        raise PydanticCustomError(
+            "tag_format",
+            "{invalid}: tags are {min}-{max} characters, lowercase letters, "
+            "digits and hyphens, starting with a letter",
+            {"invalid": _is_or_are(invalid, "tag"), "min": TAG_MIN_LENGTH, "max": TAG_MAX_LENGTH},
+        )
     values = _unique(values)
     if len(values) > MAX_TAGS:
         raise PydanticCustomError(
@@ -245,13 +258,6 @@ def _check_tags(values: list[str]) -> list[str]:
 
 def _none_as_empty(value: object) -> object:
     return [] if value is None else value
-
-
-def _aware_utc(value: datetime) -> datetime:
-    try:
-        return as_utc(value)
-    except OverflowError:  # e.g. 0001-01-01T00:00+14:00 is before the first UTC datetime
-        raise PydanticCustomError("datetime_range", "datetime is out of range in UTC") from None
 
 
 AgentName = Annotated[
@@ -273,7 +279,7 @@ ModelId = Annotated[str, Field(max_length=MODEL_MAX_LENGTH), AfterValidator(_che
 Stratum = Annotated[str, BeforeValidator(_normalise_stratum), AfterValidator(_check_stratum)]
 ToolList = Annotated[list[str], AfterValidator(_check_tools)]
 TagList = Annotated[list[str], AfterValidator(_check_tags)]
-UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
+UtcDatetime = Annotated[datetime, BeforeValidator(refuse_naive), AfterValidator(aware_utc)]
 
 
 class _Model(BaseModel):
@@ -326,11 +332,11 @@ class AgentMetadata(_Model):
     created_at: UtcDatetime
     updated_at: UtcDatetime
     last_executed_at: UtcDatetime | None = None
-    version: int = Field(default=1, ge=1, le=INTEGER_MAX)
+    version: int = Field(default=1, ge=1, le=COUNTER_MAX)
     builder: str = Field(default=BUILDER, max_length=200)
-    execution_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
-    success_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
-    error_count: int = Field(default=0, ge=0, le=INTEGER_MAX)
+    execution_count: int = Field(default=0, ge=0, le=COUNTER_MAX)
+    success_count: int = Field(default=0, ge=0, le=COUNTER_MAX)
+    error_count: int = Field(default=0, ge=0, le=COUNTER_MAX)
 
 
 class Agent(AgentConfig):
@@ -384,7 +390,7 @@ class ExecutionHistory(_Model):
 
     agent_name: str
     executions: list[ExecutionRecord] = Field(default_factory=list, max_length=HISTORY_MAX_RECORDS)
-    total_executions: int = Field(default=0, ge=0, le=INTEGER_MAX)
+    total_executions: int = Field(default=0, ge=0, le=COUNTER_MAX)
 
 
 class ExecutionStats(_Model):
@@ -423,7 +429,7 @@ class HistoryRequest(_Model):
 def _parse_bound(value: object, info: ValidationInfo) -> object:
     """Accept ``YYYY-MM-DD`` or an ISO 8601 datetime; a bare date covers that whole day."""
     if value is None or isinstance(value, datetime):
-        return value
+        return refuse_naive(value)
     if isinstance(value, date):
         day = value
     elif isinstance(value, str):
@@ -458,7 +464,7 @@ class SearchQuery(_Model):
     tags: list[str] | None = None
     created_after: UtcDatetime | None = None
     created_before: UtcDatetime | None = None
-    min_executions: int | None = Field(default=None, ge=0, le=INTEGER_MAX)
+    min_executions: int | None = Field(default=None, ge=0, le=COUNTER_MAX)
     sort_by: SortField = "name"
     limit: int = Field(default=SEARCH_LIMIT_DEFAULT, ge=SEARCH_LIMIT_MIN, le=SEARCH_LIMIT_MAX)
 

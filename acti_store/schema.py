@@ -24,6 +24,7 @@ from typing import Any, Final, cast
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -159,6 +160,12 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+#: A version or lifetime counter, and the id of a history record (one per run ever recorded):
+#: 64-bit. SQLite's INTEGER already is (and an ``INTEGER PRIMARY KEY`` must be spelled so to be
+#: the rowid), so the type is BIGINT on PostgreSQL only; revision 0005 widened the columns.
+Counter = BigInteger().with_variant(Integer(), "sqlite")
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -178,14 +185,14 @@ class AgentRow(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
     last_executed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    version: Mapped[int] = mapped_column(Integer)
+    version: Mapped[int] = mapped_column(Counter)
     builder: Mapped[str] = mapped_column(String(200), default=BUILDER)
-    execution_count: Mapped[int] = mapped_column(Integer, index=True)
-    success_count: Mapped[int] = mapped_column(Integer)
-    error_count: Mapped[int] = mapped_column(Integer)
+    execution_count: Mapped[int] = mapped_column(Counter, index=True)
+    success_count: Mapped[int] = mapped_column(Counter)
+    error_count: Mapped[int] = mapped_column(Counter)
     #: Lifetime total of the history file format; equals execution_count for agents run here,
     #: and keeps an imported file's own figure exactly.
-    total_executions: Mapped[int] = mapped_column(Integer)
+    total_executions: Mapped[int] = mapped_column(Counter)
 
 
 class AgentTagRow(Base):
@@ -204,7 +211,7 @@ class ExecutionRow(Base):
         Index("ix_executions_agent_name_id", "agent_name", "id"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
     agent_id: Mapped[int | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
     agent_name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
     execution_id: Mapped[str] = mapped_column(String(64))

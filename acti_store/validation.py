@@ -9,9 +9,13 @@ location is spelled one way (``tools[0]``, ``_metadata.version``) and a message 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, TypeVar
 
 from pydantic import ValidationError
+
+from .errors import InvalidInputError
+
+E = TypeVar("E", bound=InvalidInputError)
 
 _NO_ALIASES: Final[Mapping[str, str]] = {}
 
@@ -63,3 +67,19 @@ def field_errors(
         )
         for item in error.errors(include_url=False)
     ]
+
+
+def refusal(
+    error: ValidationError,
+    subject: str,
+    kind: type[E],
+    *,
+    aliases: Mapping[str, str] = _NO_ALIASES,
+) -> E:
+    """``error`` as the library's exception ``kind``: ``invalid <subject>: <every problem>``."""
+    return kind(subject, field_errors(error, top_level=subject, aliases=aliases))
+
+
+def quoted(value: str, limit: int = 64) -> str:
+    """A user's value as a message names it: ``repr``, cut to ``limit`` characters."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")

@@ -51,3 +51,23 @@ def test_errors_exit_non_zero(store_url: str, capsys: pytest.CaptureFixture[str]
 def test_migrate_command(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     status, out = run(capsys, "migrate", "--url", store_url)
     assert status == 0 and "latest revision" in out
+
+
+def test_quickstart_runs_come_after_the_agents_creation(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo data is plausible: no run is stamped before its agent was created."""
+    status, out = run(capsys, "quickstart", "--url", store_url)
+    assert status == 0
+    repo = open_repository(store_url)
+    try:
+        for agent in repo.list_agents():
+            created = agent.metadata.created_at
+            for record in repo.get_history(agent.name, limit=50).executions:
+                assert record.timestamp >= created, (agent.name, record.timestamp, created)
+            last = agent.metadata.last_executed_at
+            assert last is None or last >= created
+    finally:
+        repo.close()
+    # The history quickstart prints: "Last Executed" is not earlier than the agent's creation.
+    assert "Use acti-store show NAME" in out and "get_agent_config(" not in out

@@ -86,7 +86,7 @@ def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None
     try:
         with second.engine.connect() as conn:
             version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
-        assert version == "0004_search_log"
+        assert version == "0005_counters_64bit"
     finally:
         second.close()
 

@@ -114,21 +114,14 @@ def test_a_model_holding_nul_is_refused_for_the_nul() -> None:
     assert "provider:model" in error_fields(info.value)["model"]
 
 
-def test_naive_and_offset_timestamps_become_utc() -> None:
-    naive = ExecutionRecord(
-        timestamp=datetime(2025, 1, 10, 9, 0),
-        task="t",
-        result_summary="r",
-        success=True,
-        duration_seconds=0,
-    )
-    assert naive.timestamp.tzinfo == UTC
+def test_naive_datetime_objects_are_refused_and_text_without_offset_is_utc() -> None:
+    fields = {"task": "t", "result_summary": "r", "success": True, "duration_seconds": 0}
+    with pytest.raises(ValidationError, match=r"repo\.now\(\) or datetime\.now\(timezone\.utc\)"):
+        ExecutionRecord(timestamp=datetime(2025, 1, 10, 9, 0), **fields)
+    text = ExecutionRecord.model_validate({"timestamp": "2025-01-10T09:00:00", **fields})
+    assert text.timestamp == datetime(2025, 1, 10, 9, 0, tzinfo=UTC)
     offset = ExecutionRecord(
-        timestamp=datetime(2025, 1, 10, 11, 0, tzinfo=timezone(timedelta(hours=2))),
-        task="t",
-        result_summary="r",
-        success=True,
-        duration_seconds=0,
+        timestamp=datetime(2025, 1, 10, 11, 0, tzinfo=timezone(timedelta(hours=2))), **fields
     )
     assert offset.timestamp == datetime(2025, 1, 10, 9, 0, tzinfo=UTC)
 

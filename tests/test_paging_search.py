@@ -118,7 +118,7 @@ def test_a_malformed_cursor_is_a_clear_error(repo: SqlAgentRepository) -> None:
         with pytest.raises(InvalidCursorError) as caught:
             repo.search_page(query, text)
         assert isinstance(caught.value, AgentStoreError) and isinstance(caught.value, ValueError)
-        assert "Invalid search cursor" in str(caught.value), label
+        assert "invalid search cursor" in str(caught.value), label
     with pytest.raises(InvalidCursorError, match="sort_by='execution_count'"):
         repo.search_page(SearchQuery(sort_by="name", limit=3), cursor)
     with pytest.raises(InvalidCursorError, match="other filters"):

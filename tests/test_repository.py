@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from conftest import FakeClock, make_config
-from pydantic import ValidationError
 
 from acti_store import (
     AgentExistsError,
@@ -17,6 +16,7 @@ from acti_store import (
     ExecutionHistory,
     ExecutionRecord,
     ImportItem,
+    InvalidAgentError,
     NoChangesError,
     SearchQuery,
     SqlAgentRepository,
@@ -137,7 +137,7 @@ def test_update_errors_write_nothing(repo: SqlAgentRepository):
     with pytest.raises(VersionConflictError) as info:
         repo.update("lead_qualifier", AgentUpdate(model="openai:gpt-4o"), expected_version=7)
     assert (info.value.expected, info.value.actual) == (7, 1)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidAgentError, match="description: String should have at least 10"):
         repo.update("lead_qualifier", AgentUpdate.model_construct(description="short"))
     assert snapshot(repo) == before
     repo.update("lead_qualifier", AgentUpdate(model="openai:gpt-4o"), expected_version=1)
@@ -208,9 +208,9 @@ def test_clone_overrides_and_errors(repo: SqlAgentRepository):
     before = snapshot(repo)
     with pytest.raises(AgentExistsError):
         repo.clone("lead_qualifier", "custom")
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidAgentError, match="new_name: name must be snake_case"):
         repo.clone("lead_qualifier", "Lead-Qualifier-V2")
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidAgentError, match="tags: 'NOT OK' is not a valid tag"):
         repo.clone("lead_qualifier", "ok_name", tags=["NOT OK"])
     assert snapshot(repo) == before
 

@@ -18,6 +18,7 @@ from workers import snapshots
 from acti_store import (
     AgentUpdate,
     ExecutionRecord,
+    SearchQuery,
     SqlAgentRepository,
     export_json,
     open_repository,
@@ -163,3 +164,37 @@ def test_the_mirror_writes_an_agent_and_its_history_from_one_read(
             assert (tmp_path / "export" / file).read_bytes() == (mirrored / file).read_bytes()
     finally:
         repo.close()
+
+
+def test_a_read_only_store_exports_and_pages(store_url: str, tmp_path: Path) -> None:
+    """The snapshot reads begin read-only transactions: they work where nothing can be written
+    (SQLite ``mode=ro``, PostgreSQL ``default_transaction_read_only``), and leave the reader's
+    connections usable."""
+    writer = open_repository(store_url)
+    for i in range(7):
+        writer.create(make_config(f"a_{'first' if i == 0 else i}"))
+    _run(writer)
+    writer.close()
+    reader = open_repository(store_url, read_only=True)
+    try:
+        report = export_json(reader, tmp_path / "out")
+        assert (report.agents, report.histories) == (7, 1)
+        assert loads((tmp_path / "out" / "a_first_history.json").read_bytes())["total_executions"]
+        query = SearchQuery(sort_by="execution_count", limit=3)
+        seen: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = reader.search_page(query, cursor)
+            assert page.total == reader.count(query) == 7
+            seen += [agent.name for agent in page.agents]
+            if (cursor := page.next_cursor) is None:
+                break
+        assert seen == ["a_first", *(f"a_{i}" for i in range(1, 7))]
+        assert [agent.name for agent in reader.iter_agents(page_size=2)] == sorted(seen)
+        agent, history = reader.get_with_history("a_first")
+        assert agent.metadata.execution_count == history.total_executions == 1
+        assert reader.execution_stats("a_first").total_executions == 1
+        assert reader.archived_history("a_first").total_executions == 0
+        assert reader.get("a_6").name == "a_6"  # the pooled connections are still usable
+    finally:
+        reader.close()

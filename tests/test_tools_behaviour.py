@@ -186,6 +186,7 @@ def test_not_found(
         "error": "not_found",
         "name": "missing",
         "available": ["alpha_agent", "zeta_agent"],
+        "available_count": 2,
     }
     assert not repo.exists("missing") and not repo.exists("copy")
 
@@ -499,29 +500,30 @@ def test_update_preview_of_long_text(repo: SqlAgentRepository, tools: dict[str, 
 
 
 class RacingRepository(SqlAgentRepository):
-    """A real store where another writer updates each agent right after it is read."""
+    """A real store where another writer updates each agent just before our update begins."""
 
-    def get(self, name: str) -> Any:
-        agent = super().get(name)
-        super().update(name, AgentUpdate(tags=["raced"]))
-        return agent
+    def update_returning_previous(
+        self, name: str, changes: AgentUpdate, expected_version: int | None = None
+    ) -> Any:
+        super().update_returning_previous(name, AgentUpdate(tags=["raced"]))
+        return super().update_returning_previous(name, changes, expected_version)
 
 
-def test_update_version_conflict(repo: SqlAgentRepository, clock: FakeClock) -> None:
+def test_update_applies_to_the_latest_version(repo: SqlAgentRepository, clock: FakeClock) -> None:
+    """No expected version is given: a write that came first is built upon, never a conflict,
+    and the changes reported are those from the version this update replaced."""
     repo.create(make_config())
     racing = RacingRepository(repo.engine, clock=clock)
     text, artifact = call(
         by_name(racing)["update_agent_config"], name="lead_qualifier", tags=["mine"]
     )
-    assert text == (
-        "ERROR: Agent 'lead_qualifier' was modified by someone else while this update was being "
-        "applied (expected version 1, found version 2).\n\n"
-        "The agent was NOT modified. Use get_agent_config('lead_qualifier') to see the current "
-        "configuration, then apply your changes again."
+    assert text.startswith(
+        "SUCCESS: Agent 'lead_qualifier' updated (v2 -> v3).\n\n"
+        'Changes applied:\n  - tags: ["raced"] -> ["mine"]\n\n'
     )
-    assert artifact["error"] == "version_conflict"
+    assert (artifact["previous_version"], artifact["changed"]) == (2, ["tags"])
     stored = repo.get("lead_qualifier")
-    assert (stored.tags, stored.metadata.version) == (["raced"], 2)
+    assert (stored.tags, stored.metadata.version) == (["mine"], 3)
 
 
 def test_clone_overrides_are_validated_first(

@@ -7,12 +7,14 @@ Each command is a function ``(args) -> exit status``; each command module adds i
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
 from ..errors import AgentStoreError
-from . import interchange, run, store
-from .options import Command
+from . import interchange, run, store, write
+from .options import Command, add_global_options, apply_global_options
 
 __all__ = ["build_parser", "main"]
 
@@ -23,24 +25,53 @@ def build_parser() -> argparse.ArgumentParser:
         prog="acti-store",
         description="The ACTi Agent Builder's store: agent configs, metadata and history.",
     )
+    add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (store, interchange, run):
+    for module in (store, write, interchange, run):
         module.register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command ``argv`` names (default: the process's arguments); return its status."""
-    args = build_parser().parse_args(argv)
-    func: Command = args.func
+    """Run the command ``argv`` names (default: the process's arguments); return its status.
+
+    The one place where exceptions become exit statuses: every error is one ``error: ...`` line
+    on stderr and status 1 (argparse's usage errors: 2), a closed stdout (``acti-store ... |
+    head``) ends quietly with 1, Ctrl-C with 130. No traceback is ever printed.
+    """
     try:
-        return func(args)
-    except AgentStoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        args = build_parser().parse_args(argv)
+        apply_global_options(args)
+        func: Command = args.func
+        status = func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit where it cannot be caught
+        return status
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _fail("interrupted", 130)
+    except AgentStoreError as exc:
+        return _fail(f"error: {exc}")
+    except OSError as exc:  # the environment: a file, a folder, a device
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"error: {where}{exc.strerror or exc}")
+    except Exception as exc:  # a bug: still one line, saying what to report
+        return _fail(f"error: unexpected {type(exc).__name__}: {exc} (please report this)")
+
+
+def _fail(line: str, status: int = 1) -> int:
+    """Print ``line`` on stderr (if stderr is still there) and return ``status``."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr)
+    return status
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away: point stdout at devnull so that flushing it at exit does
+    not fail again, and end quietly (the Python docs' note on SIGPIPE)."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,7 +22,7 @@ from ..interchange import (
     rewrite_documents,
 )
 from ..repository import SqlAgentRepository
-from .options import add_url_option, open_from_args
+from .options import add_read_only_option, add_url_option, open_from_args
 
 #: Runs with fewer items than this show no progress bar unless it is forced.
 PROGRESS_MIN_ITEMS: Final = 200
@@ -241,6 +241,7 @@ def register(subparsers: Any) -> None:
         "export", help="write every agent to JSON files in the outputs/agents format"
     )
     _common(export)
+    add_read_only_option(export)
     export.add_argument(
         "--prune", action="store_true", help="remove the files of agents that no longer exist"
     )

@@ -7,14 +7,18 @@ imports them: the command line has no import cycle.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable, Mapping
+from importlib import metadata
 from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..bootstrap import open_repository
 from ..engine import DEFAULT_URL, ENV_URL
-from ..repository import SqlAgentRepository
+from ..repository import AgentRepository, SqlAgentRepository
+from ..tools.builder import BuilderTools
+from ..tools.texts import CLI_CALLS
 
 Command = Callable[[argparse.Namespace], int]
 """A command: the parsed arguments in, the exit status out."""
@@ -32,9 +36,26 @@ def add_url_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_store_options(parser: argparse.ArgumentParser, *, read_only: bool = False) -> None:
+    """``--url``, and for a command that only reads (``read_only``) ``--read-only``."""
+    add_url_option(parser)
+    if read_only:
+        add_read_only_option(parser)
+
+
+def add_read_only_option(parser: argparse.ArgumentParser) -> None:
+    """``--read-only``: open the store for reading only (``open_repository(read_only=True)``)."""
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="open the store for reading only: no migration, nothing written (a store in a "
+        "read-only file or folder)",
+    )
+
+
 def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
-    """Open the store named by ``--url`` (or the environment)."""
-    return open_repository(args.url)
+    """Open the store named by ``--url`` (or the environment), read-only with ``--read-only``."""
+    return open_repository(args.url, read_only=getattr(args, "read_only", False))
 
 
 def add_field_argument(
@@ -53,12 +74,12 @@ def add_field_argument(
     info = model.model_fields[field]
     if not info.is_required():
         options.setdefault("default", info.default)
-    notes = []
+    notes = _schema_notes(model, field, info.description or "")
     if options.get("action") == "append":
         notes.append("repeatable")
-    if options.get("default") not in (None, False):
-        notes.append("default: %(default)s")
     description = (info.description or "").rstrip(".").replace("%", "%%")
+    if options.get("default") not in (None, False) and "default" not in description:
+        notes.append("default: %(default)s")
     help_text = f"{description} ({', '.join(notes)})" if notes else description
     if flags:
         parser.add_argument(*flags, dest=field, help=help_text, **options)
@@ -89,3 +110,58 @@ def field_values(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, 
     """The parsed values that are ``model``'s fields, by field name; ``None`` is "not given"."""
     fields = model.model_fields
     return {key: value for key, value in vars(args).items() if key in fields and value is not None}
+
+
+@functools.cache
+def _properties(model: type[BaseModel]) -> Mapping[str, Any]:
+    return model.model_json_schema()["properties"]  # type: ignore[no-any-return]
+
+
+def _schema_notes(model: type[BaseModel], field: str, description: str) -> list[str]:
+    """What the field's JSON schema says that its description does not: choices and range."""
+    schema = _properties(model)[field]
+    for option in schema.get("anyOf", ()):  # a nullable field: the non-null alternative
+        if option.get("type") != "null":
+            schema = option
+    notes = []
+    choices = schema.get("enum") or schema.get("items", {}).get("enum")
+    if choices and not all(str(choice) in description for choice in choices):
+        notes.append(f"one of: {', '.join(map(str, choices))}")
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is None:
+        notes.append(f"at least {low}")
+    elif low is not None and f"{low}-{high}" not in description:
+        notes.append(f"{low}-{high}")
+    return notes
+
+
+def package_version() -> str:
+    """The installed acti-store's version (``unknown`` when run from a source tree only)."""
+    try:
+        return metadata.version("acti-store")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def add_global_options(parser: argparse.ArgumentParser) -> None:
+    """``acti-store``'s own options, before the command: ``--url`` and ``--version``."""
+    parser.add_argument(
+        "--url",
+        dest="global_url",
+        default=None,
+        metavar="URL",
+        help=f"database URL for any command (default: ${ENV_URL}, else {DEFAULT_URL}); a --url "
+        "after the command wins",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+
+
+def apply_global_options(args: argparse.Namespace) -> None:
+    """Give the command the ``--url`` given before it, unless it was given one of its own."""
+    if getattr(args, "url", None) is None:
+        args.url = args.global_url
+
+
+def cli_tools(repo: AgentRepository) -> BuilderTools:
+    """The builder tools' logic bound to ``repo``, its texts naming ``acti-store`` commands."""
+    return BuilderTools(lambda: repo, calls=CLI_CALLS)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..documents import agent_from_document
 from ..execution.catalog import ENV_CONFIG
 from ..models import ExecutionRequest
 from ..tools import render
 from ..tools.schemas import ExecuteCreatedAgentArgs as ARGS
-from .options import add_field_argument, add_url_option, checked_by, open_from_args
+from .options import add_field_argument, add_url_option, checked_by, cli_tools, open_from_args
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -25,9 +26,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 1
     repo = open_from_args(args)
     try:
+        # The agent as ``show`` finds it: a wrong or missing name gets show's text (the names).
+        text, artifact = cli_tools(repo).get_agent_config(name=args.name)
+        if artifact["status"] != "success":
+            print(text)
+            return 1
         runner = AgentRunner(repo, catalog=args.mcp_config)
         report = runner.run_sync(
-            repo.get(args.name),
+            agent_from_document(artifact["agent"]),
             args.task,
             timeout=args.timeout,
             skip_unavailable_tools=args.skip_unavailable_tools,
@@ -55,6 +61,7 @@ def register(subparsers: Any) -> None:
         "timeout",
         "--timeout",
         type=checked_by(ExecutionRequest, "timeout"),
+        default=ExecutionRequest.model_fields["timeout"].default,
         metavar="S",
     )
     parser.add_argument(

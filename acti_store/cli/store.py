@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any, Final
 
 from pydantic import BaseModel
 
 from ..engine import make_engine, upgrade_schema
-from ..models import SORT_FIELDS, AgentConfig, ExecutionRecord
+from ..models import SEARCH_LIMIT_MAX, SORT_FIELDS, AgentConfig, ExecutionRecord
 from ..repository import SqlAgentRepository
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
@@ -24,7 +23,9 @@ from .options import (
     EXIT_STATUS,
     Command,
     add_field_argument,
+    add_store_options,
     add_url_option,
+    cli_tools,
     field_values,
     open_from_args,
 )
@@ -58,6 +59,11 @@ QUICKSTART_AGENTS: Final = (
         stratum="ZACS",
         tags=["scheduling", "experimental"],
     ),
+)
+#: The line ``search`` adds when its limit cut the answer (the tool's text says ``Found: N``).
+SEARCH_CUT: Final = (
+    "showing {count} of {total} matching agents: narrow the search, or raise --limit "
+    "(at most {limit_max})"
 )
 #: (agent, task, result summary, success, seconds) of the runs ``quickstart`` records.
 QUICKSTART_RUNS: Final = (
@@ -96,8 +102,22 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _printing(tool: Callable[..., Result], schema: type[BaseModel]) -> Command:
-    """The command that prints what ``tool`` (a ``BuilderTools`` method) answers.
+def _search_cut(artifact: dict[str, Any]) -> str | None:
+    """The line that says how many agents matched, when the limit cut a search's answer."""
+    if artifact["status"] != "success" or artifact["total"] <= artifact["count"]:
+        return None
+    return SEARCH_CUT.format(
+        count=artifact["count"], total=artifact["total"], limit_max=SEARCH_LIMIT_MAX
+    )
+
+
+def _printing(
+    tool: Callable[..., Result],
+    schema: type[BaseModel],
+    after: Callable[[dict[str, Any]], str | None] = lambda artifact: None,
+) -> Command:
+    """The command that prints what ``tool`` (a ``BuilderTools`` method) answers, in CLI wording,
+    then the line ``after`` makes of the artifact, if any.
 
     The tool gets the parsed options that are fields of its args ``schema``, by name.
     """
@@ -105,10 +125,12 @@ def _printing(tool: Callable[..., Result], schema: type[BaseModel]) -> Command:
     def command(args: argparse.Namespace) -> int:
         repo = open_from_args(args)
         try:
-            text, artifact = tool(BuilderTools(lambda: repo), **field_values(args, schema))
+            text, artifact = tool(cli_tools(repo), **field_values(args, schema))
         finally:
             repo.close()
         print(text)
+        if (line := after(artifact)) is not None:
+            print(line)
         return EXIT_STATUS[artifact["status"]]
 
     return command
@@ -127,7 +149,7 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
             print(f"recorded {len(QUICKSTART_RUNS)} executions\n")
         else:
             print("the example agents exist already: nothing created\n")
-        tools = BuilderTools(lambda: repo)
+        tools = cli_tools(repo)
         for text, _ in (
             tools.list_created_agents(),
             tools.search_agents(query="lead", tools=["crm"], sort_by="execution_count"),
@@ -141,12 +163,12 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
 
 
 def _record_quickstart_runs(repo: SqlAgentRepository) -> None:
-    start = repo.now() - timedelta(minutes=len(QUICKSTART_RUNS))
-    for i, (name, task, summary, success, seconds) in enumerate(QUICKSTART_RUNS):
+    """Record the example runs, each stamped when it is recorded: after its agent's creation."""
+    for name, task, summary, success, seconds in QUICKSTART_RUNS:
         repo.record_execution(
             name,
             ExecutionRecord(
-                timestamp=start + timedelta(minutes=i),
+                timestamp=repo.now(),
                 task=task,
                 result_summary=summary,
                 success=success,
@@ -172,18 +194,18 @@ def register(subparsers: Any) -> None:
     quickstart.set_defaults(func=_cmd_quickstart)
 
     listing = subparsers.add_parser("list", help="list every agent, grouped by stratum")
-    add_url_option(listing)
+    add_store_options(listing, read_only=True)
     listing.set_defaults(func=_printing(BuilderTools.list_created_agents, NoArgs))
 
     show = subparsers.add_parser("show", help="show one agent's configuration")
     add_field_argument(show, AgentNameArgs, "name")
-    add_url_option(show)
+    add_store_options(show, read_only=True)
     show.set_defaults(func=_printing(BuilderTools.get_agent_config, AgentNameArgs))
 
     search = subparsers.add_parser("search", help="search agents (filters combine with AND)")
     _search_options(search)
-    add_url_option(search)
-    search.set_defaults(func=_printing(BuilderTools.search_agents, SearchAgentsArgs))
+    add_store_options(search, read_only=True)
+    search.set_defaults(func=_printing(BuilderTools.search_agents, SearchAgentsArgs, _search_cut))
 
     history = subparsers.add_parser("history", help="show an agent's execution history")
     add_field_argument(history, GetAgentHistoryArgs, "name")
@@ -191,7 +213,7 @@ def register(subparsers: Any) -> None:
     add_field_argument(
         history, GetAgentHistoryArgs, "include_errors_only", "--errors-only", action="store_true"
     )
-    add_url_option(history)
+    add_store_options(history, read_only=True)
     history.set_defaults(func=_printing(BuilderTools.get_agent_history, GetAgentHistoryArgs))
 
 

@@ -14,11 +14,20 @@ The flow is the contract's ("Behavior Flow" of ``execute_created_agent``):
 6. the task runs within what is left of the timeout; the servers are stopped whatever happens.
 
 Every run that gets past step 3 is recorded in the agent's history, which moves its counters.
+
+An async caller's event loop is never held by a run: ``run`` executes it on the runners' own loop
+in a background thread (``background``), where the graph's steps happen. There too, what takes
+long without waiting for I/O runs in a worker thread, so that runs at once keep answering each
+other's servers and model calls: setting up the model (``init_chat_model`` imports its provider's
+package), building the graph (``create_deep_agent`` compiles it), starting stdio servers
+(``stdio``), and scrubbing, rendering and recording the result.
 Credentials reach only their own category's server, and their values are scrubbed from every text,
 artifact, history record and log line.
 
 The parts a run uses live beside this module: ``redaction`` (the ``Scrubber``), ``servers`` (the
-``ServerPool``), ``gate`` (the ``ToolGate`` middleware), ``texts`` and ``results``.
+``ServerPool``) and ``stdio`` (its stdio transport), ``gate`` (the ``ToolGate`` middleware),
+``background`` (the runs' loop), ``outcome`` (the run's state and report), ``texts`` and
+``results``.
 """
 
 from __future__ import annotations
@@ -27,24 +36,25 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any, Final
+from dataclasses import replace
+from typing import Any
 
 from deepagents import create_deep_agent
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
+from langgraph.graph.state import CompiledStateGraph
 
 from ..errors import AgentStoreError
-from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, ExecutionRecord, ExecutionRequest
+from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, ExecutionRequest
 from ..repository import AgentRepository
 from . import texts
-from .catalog import CategorySpec, McpCatalog
+from .background import compute, in_background
+from .catalog import McpCatalog
 from .gate import ToolGate
+from .outcome import CONNECT_TIMEOUT_MAX, CONNECT_TIMEOUT_SHARE, Outcome, RunState, finish
 from .redaction import MODEL_API_KEYS, REDACTED, Scrubber, model_key_values
 from .results import (
     EXECUTION_ERROR,
@@ -66,52 +76,13 @@ logger = logging.getLogger(__name__)
 
 ModelFactory = Callable[[str], BaseChatModel]
 
-#: By default connecting the servers may use this share of the run's timeout, and at most
-#: CONNECT_TIMEOUT_MAX seconds, so that a hanging server still leaves time to run in degraded mode.
-CONNECT_TIMEOUT_SHARE: Final = 0.5
-CONNECT_TIMEOUT_MAX: Final = 30.0
 
-
-@dataclass
-class _Run:
-    """What one run has learnt so far, for the texts and the record."""
-
-    agent: Agent
-    task: str
-    timeout: float
-    scrub: Scrubber
-    environ: Mapping[str, str]
-    catalog: McpCatalog
-    timestamp: datetime
-    connect_limit: float | None = None
-    started: float = field(default_factory=time.perf_counter)
-    unavailable: list[Unavailable] = field(default_factory=list)
-
-    @property
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-    @property
-    def connect_timeout(self) -> float:
-        if self.connect_limit is not None:
-            return min(self.connect_limit, self.timeout)
-        return min(self.timeout * CONNECT_TIMEOUT_SHARE, CONNECT_TIMEOUT_MAX)
-
-    def spec(self, category: str) -> CategorySpec | None:
-        return self.catalog.get(category)
-
-    @property
-    def providers(self) -> dict[str, str]:
-        return {c: s.provider for c in self.agent.tools if (s := self.spec(c)) is not None}
-
-    @property
-    def commands(self) -> dict[str, str]:
-        return {c: s.describe() for c in self.agent.tools if (s := self.spec(c)) is not None}
-
-    def result(self, **fields: Any) -> ExecutionResult:
-        fields.setdefault("duration_seconds", round(self.elapsed, 3))
-        fields.setdefault("tools_unavailable", [u.category for u in self.unavailable])
-        return ExecutionResult(agent_name=self.agent.name, task=self.task, **fields)
+def _request(task: str, timeout: float | None, skip_unavailable_tools: bool) -> ExecutionRequest:
+    return ExecutionRequest(
+        task=task,
+        timeout=TIMEOUT_DEFAULT if timeout is None else timeout,
+        skip_unavailable_tools=skip_unavailable_tools,
+    )
 
 
 class AgentRunner:
@@ -152,14 +123,12 @@ class AgentRunner:
         timeout: float | None = TIMEOUT_DEFAULT,
         skip_unavailable_tools: bool = True,
     ) -> RunReport:
-        """``run``, from synchronous code; in a worker thread when this thread runs a loop."""
+        """``run``, from synchronous code, on an event loop of its own (``asyncio.run``); in a
+        worker thread when this thread runs a loop."""
+        request = _request(task, timeout, skip_unavailable_tools)
 
         def run() -> RunReport:
-            return asyncio.run(
-                self.run(
-                    agent, task, timeout=timeout, skip_unavailable_tools=skip_unavailable_tools
-                )
-            )
+            return asyncio.run(self._perform(agent, request))
 
         try:
             asyncio.get_running_loop()
@@ -181,14 +150,17 @@ class AgentRunner:
         Raises ``ValueError`` (pydantic's ``ValidationError``) only for arguments outside the
         contract's ranges, checked by ``ExecutionRequest`` (callers validate those first); every
         other problem is a report with ``success`` false.
+
+        The run goes on the runners' own event loop, in a background thread (``background``):
+        this coroutine only waits for it, so the caller's loop stays free however many runs go
+        on. Cancelling it cancels the run (its servers are stopped before it returns).
         """
-        request = ExecutionRequest(
-            task=task,
-            timeout=TIMEOUT_DEFAULT if timeout is None else timeout,
-            skip_unavailable_tools=skip_unavailable_tools,
-        )
+        request = _request(task, timeout, skip_unavailable_tools)
+        return await in_background(self._perform(agent, request))
+
+    async def _perform(self, agent: Agent, request: ExecutionRequest) -> RunReport:
         environ = dict(os.environ)
-        state = _Run(
+        state = RunState(
             agent=agent,
             task=request.task,
             timeout=request.timeout,
@@ -198,21 +170,31 @@ class AgentRunner:
             timestamp=self._repo.now(),
             connect_limit=self._connect_timeout,
         )
-        report = await self._run(state, request.skip_unavailable_tools)
+        outcome = await self._run(state, request.skip_unavailable_tools)
+        return await asyncio.to_thread(self._conclude, state, outcome)
+
+    def _conclude(self, state: RunState, outcome: Outcome) -> RunReport:
+        """The report of ``outcome``, recorded in the history if the run counts (in a thread)."""
+        report = finish(state, outcome)
         if report.record is not None:
             try:
-                await asyncio.to_thread(self._repo.record_execution, agent.name, report.record)
+                self._repo.record_execution(state.agent.name, report.record)
             except AgentStoreError as exc:
                 logger.error(
-                    "run of agent %r not recorded: %s", agent.name, state.scrub(describe_error(exc))
+                    "run of agent %r not recorded: %s",
+                    state.agent.name,
+                    state.scrub(describe_error(exc)),
                 )
                 return replace(report, record=None)
         return report
 
-    async def _run(self, state: _Run, skip_unavailable_tools: bool) -> RunReport:
+    async def _run(self, state: RunState, skip_unavailable_tools: bool) -> Outcome:
         agent = state.agent
-        model = self._resolve_model(state)
-        if isinstance(model, RunReport):
+        if isinstance(self._model, BaseChatModel):
+            model: BaseChatModel | Outcome = self._model
+        else:  # a factory, or init_chat_model: imports, reads files, builds clients
+            model = await compute(self._resolve_model, state)
+        if isinstance(model, Outcome):
             return model
         self._check_categories(state)
         if state.unavailable and not skip_unavailable_tools:
@@ -223,8 +205,7 @@ class AgentRunner:
                 error_type=MCP_ERROR,
             )
             unavailable, commands = list(state.unavailable), state.commands
-            return self._finish(
-                state,
+            return Outcome(
                 result,
                 lambda _: texts.render_missing_tools(agent.name, unavailable, commands),
                 recorded=False,
@@ -246,7 +227,7 @@ class AgentRunner:
 
     # -- steps -------------------------------------------------------------------------------------
 
-    def _resolve_model(self, state: _Run) -> BaseChatModel | RunReport:
+    def _resolve_model(self, state: RunState) -> BaseChatModel | Outcome:
         """The chat model for this run, or the report saying why there is none (not a run)."""
         agent = state.agent
         try:
@@ -267,17 +248,16 @@ class AgentRunner:
             fix = texts.MODEL_FIX_NAME.format(example=DEFAULT_MODEL)
             return self._model_error(state, describe_error(exc), fix)
 
-    def _model_error(self, state: _Run, problem: str, fix: str) -> RunReport:
+    def _model_error(self, state: RunState, problem: str, fix: str) -> Outcome:
         agent = state.agent
         result = state.result(success=False, error=problem, error_type=MODEL_ERROR)
-        return self._finish(
-            state,
+        return Outcome(
             result,
             lambda r: texts.render_model_unavailable(agent.name, agent.model, r.error or "", fix),
             recorded=False,
         )
 
-    def _check_categories(self, state: _Run) -> None:
+    def _check_categories(self, state: RunState) -> None:
         for category in state.agent.tools:
             spec = state.spec(category)
             if spec is None:
@@ -297,7 +277,7 @@ class AgentRunner:
                     )
                 )
 
-    def _failure(self, state: _Run, category: str, error: BaseException) -> Unavailable:
+    def _failure(self, state: RunState, category: str, error: BaseException) -> Unavailable:
         if isinstance(error, TimeoutError):
             reason = texts.REASON_TIMEOUT.format(seconds=state.connect_timeout)
             failure = Unavailable(category, "timeout", reason)
@@ -309,7 +289,7 @@ class AgentRunner:
         )
         return failure
 
-    def _mcp_error(self, state: _Run, failures: list[Unavailable]) -> RunReport:
+    def _mcp_error(self, state: RunState, failures: list[Unavailable]) -> Outcome:
         timed_out = any(f.kind == "timeout" for f in failures)
         result = state.result(
             success=False,
@@ -330,14 +310,14 @@ class AgentRunner:
             )
 
         name = MCP_TIMEOUT_ERROR if timed_out else MCP_CONNECTION_ERROR
-        return self._finish(state, result, render, error_name=name)
+        return Outcome(result, render, error_name=name)
 
     async def _execute(
         self,
-        state: _Run,
+        state: RunState,
         model: BaseChatModel,
         tools_by_category: Mapping[str, Sequence[BaseTool]],
-    ) -> RunReport:
+    ) -> Outcome:
         tools: list[BaseTool] = []
         categories: dict[str, str] = {}
         for category, server_tools in tools_by_category.items():
@@ -358,7 +338,8 @@ class AgentRunner:
         deadline = asyncio.timeout(remaining)
         try:
             async with deadline:
-                graph = create_deep_agent(
+                graph: CompiledStateGraph[Any, Any, Any, Any] = await compute(
+                    create_deep_agent,
                     model=model,
                     tools=tools,
                     system_prompt=state.agent.system_prompt,
@@ -376,8 +357,7 @@ class AgentRunner:
                 error=f"Agent execution timed out after {state.timeout:.1f} seconds",
                 error_type=TIMEOUT,
             )
-            return self._finish(
-                state,
+            return Outcome(
                 result,
                 lambda r: texts.render_timeout(r, state.timeout),
                 error_name=EXECUTION_TIMEOUT,
@@ -398,15 +378,14 @@ class AgentRunner:
             state.unavailable,
             state.providers,
         )
-        return self._finish(
-            state,
+        return Outcome(
             result,
             lambda r: texts.render_success(
                 r, requested=requested, unavailable=unavailable, providers=providers
             ),
         )
 
-    def _execution_error(self, state: _Run, gate: ToolGate, exc: BaseException) -> RunReport:
+    def _execution_error(self, state: RunState, gate: ToolGate, exc: BaseException) -> Outcome:
         result = state.result(
             success=False,
             tool_calls=gate.calls,
@@ -415,69 +394,7 @@ class AgentRunner:
             error=describe_error(exc),
             error_type=EXECUTION_ERROR,
         )
-        return self._finish(
-            state, result, texts.render_execution_error, error_name=EXECUTION_ERROR_NAME
-        )
-
-    # -- reporting ---------------------------------------------------------------------------------
-
-    @staticmethod
-    def _scrubbed(state: _Run, result: ExecutionResult) -> ExecutionResult:
-        scrub = state.scrub
-        return replace(
-            result,
-            task=scrub(result.task),
-            response=None if result.response is None else scrub(result.response),
-            error=None if result.error is None else scrub(result.error),
-            tool_calls=[
-                replace(
-                    call,
-                    arguments=scrub.value(call.arguments),
-                    result=None if call.result is None else scrub(call.result),
-                    error=None if call.error is None else scrub(call.error),
-                )
-                for call in result.tool_calls
-            ],
-        )
-
-    def _finish(
-        self,
-        state: _Run,
-        result: ExecutionResult,
-        render: Callable[[ExecutionResult], str],
-        *,
-        error_name: str | None = None,
-        recorded: bool = True,
-    ) -> RunReport:
-        """The report: ``result`` scrubbed, then rendered, with its history record if
-        ``recorded`` (a run that started). Scrubbing before rendering matters: a trace line cut
-        short could otherwise keep part of a secret."""
-        result = self._scrubbed(state, result)
-        text = state.scrub(render(result)).rstrip("\n")
-        record = None
-        if recorded:
-            summary = result.response if result.success else result.error
-            record = ExecutionRecord(
-                timestamp=state.timestamp,
-                task=result.task,
-                result_summary=" ".join((summary or "").split()),
-                success=result.success,
-                duration_seconds=result.duration_seconds,
-                tool_calls_count=len(result.tool_calls),
-                error_type=error_name,
-            )
-        if result.success:
-            logger.info(
-                "agent %r ran in %.2fs with %d tool call(s)",
-                state.agent.name,
-                result.duration_seconds,
-                len(result.tool_calls),
-            )
-        elif recorded:
-            logger.warning("agent %r failed: %s", state.agent.name, result.error)
-        else:
-            logger.info("agent %r not run: %s", state.agent.name, result.error)
-        return RunReport(text=text, result=result, record=record)
+        return Outcome(result, texts.render_execution_error, error_name=EXECUTION_ERROR_NAME)
 
 
 # The scrubber, the server pool and the tool gate stay importable from here, where they lived.

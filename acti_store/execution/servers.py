@@ -2,25 +2,36 @@
 
 Each session is opened and closed by the task that holds it, so the MCP SDK's cancel scopes stay
 in the task that opened them. A server that fails to start is reported with the tail of its stderr.
+Servers over stdio are started off the event loop (``stdio``); HTTP clients share one TLS context,
+made in a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import ssl
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Final, TextIO, cast
 
+import httpx
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.sessions import Connection, create_session
 from langchain_mcp_adapters.tools import load_mcp_tools
 from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.shared._httpx_utils import (
+    MCP_DEFAULT_SSE_READ_TIMEOUT,
+    MCP_DEFAULT_TIMEOUT,
+    McpHttpClientFactory,
+)
 
 from .results import describe_error
+from .stdio import stdio_streams
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +39,46 @@ logger = logging.getLogger(__name__)
 SHUTDOWN_GRACE: Final = 5.0
 #: How many characters of a server's stderr an MCP error text quotes.
 STDERR_TAIL: Final = 300
+
+
+#: The transports whose client is an ``httpx.AsyncClient`` made by ``httpx_client_factory``.
+HTTP_TRANSPORTS: Final = frozenset({"sse", "streamable_http", "streamable-http", "http"})
+
+
+_tls_lock = threading.Lock()
+_tls: ssl.SSLContext | None = None
+
+
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's CA bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``),
+    made once: loading the CA bundle takes tens of milliseconds without letting go of the GIL,
+    which every new ``httpx.AsyncClient`` would otherwise spend on the event loop."""
+    global _tls
+    with _tls_lock:  # once, even when many servers connect at the same moment
+        if _tls is None:
+            _tls = httpx.create_ssl_context()
+        return _tls
+
+
+# Now, with the imports (an HTTP server's first connection would wait for it otherwise); a
+# broken certificate setting is reported by the first connection that needs it.
+with contextlib.suppress(Exception):
+    _tls_context()
+
+
+def _http_client_factory(tls: ssl.SSLContext) -> McpHttpClientFactory:
+    """The MCP SDK's client factory (same timeouts), on a TLS context made beforehand."""
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx.Timeout | None = None,
+        auth: httpx.Auth | None = None,
+    ) -> httpx.AsyncClient:
+        if timeout is None:
+            timeout = httpx.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+        return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth, verify=tls)
+
+    return factory
 
 
 class ServerFailed(Exception):
@@ -47,13 +98,19 @@ async def _open_session(connection: Mapping[str, Any], errlog: TextIO) -> AsyncI
             encoding_error_handler=connection.get("encoding_error_handler", "strict"),
         )
         async with (
-            stdio_client(params, errlog=errlog) as (read, write),
+            stdio_streams(params, errlog) as (read, write),
             ClientSession(read, write, **(connection.get("session_kwargs") or {})) as session,
         ):
             await session.initialize()
             yield session
     else:
-        async with create_session(cast(Connection, dict(connection))) as session:
+        connection = dict(connection)
+        if connection["transport"] in HTTP_TRANSPORTS and not connection.get(
+            "httpx_client_factory"
+        ):
+            tls = await asyncio.to_thread(_tls_context)
+            connection["httpx_client_factory"] = _http_client_factory(tls)
+        async with create_session(cast(Connection, connection)) as session:
             await session.initialize()
             yield session
 

@@ -5,11 +5,15 @@
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
+from ..errors import ExportError
 from ..models import is_valid_name
 from ..repository import AgentRepository
 from .files import (
@@ -23,6 +27,7 @@ from .folder import SUFFIX, Folder
 
 #: Agents per database page while exporting (a page holds up to 50 records per agent).
 EXPORT_PAGE_SIZE: Final = 100
+T = TypeVar("T")
 
 
 @dataclass
@@ -57,9 +62,43 @@ def export_json(
     ``prune`` also removes the ``*.json`` files named like an agent's whose agent is not exported.
     ``durable`` fsyncs every file before it replaces the old one (power-failure safe, and far
     slower); without it a killed process still never leaves a partly written file.
+
+    Raises ``ExportError`` (an ``AgentStoreError`` and an ``OSError``) naming the folder and the
+    reason when it cannot be created or written (a file in its place, no permission, a full
+    disk); every file already there is then whole, the old version or the new one.
     """
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
+    try:
+        _export(repo, report, prune=prune, durable=durable, progress=progress, total=total)
+    except BrokenPipeError:  # the progress bar's reader went away: not the folder's fault
+        raise
+    except OSError as exc:
+        raise ExportError(str(report.directory), _reason(exc, report.directory)) from exc
+    return report
+
+
+def _reason(exc: OSError, directory: Path) -> str:
+    """Why the folder could not be written, in words a person can act on."""
+    if exc.errno == errno.EEXIST and exc.filename == str(directory):
+        return "it is a file, not a folder"
+    if exc.errno == errno.ENOTDIR:
+        return "a part of its path is a file, not a folder"
+    reason = exc.strerror or str(exc)
+    if exc.filename != str(directory) and directory.is_dir():
+        return f"{reason}; every file there is whole (replaced whole or left as it was)"
+    return f"cannot create or open the folder: {reason}"
+
+
+def _export(
+    repo: AgentRepository,
+    report: ExportReport,
+    *,
+    prune: bool,
+    durable: bool,
+    progress: Progress | None,
+    total: int,
+) -> None:
     kept: set[str] = set()
     # Agents with a history so far. Names come in order and ``x`` sorts before ``x_history``, so
     # when ``x_history`` comes, this says whether ``x``'s history file takes its file name
@@ -68,9 +107,10 @@ def export_json(
     with (
         Folder(report.directory, create=True, durable=durable) as folder,
         folder.locked(),
+        _closing(repo.iter_export(EXPORT_PAGE_SIZE)) as stream,
     ):
         folder.remove_temporaries()  # left by an export that was killed
-        for done, (agent, history) in enumerate(repo.iter_export(EXPORT_PAGE_SIZE), 1):
+        for done, (agent, history) in enumerate(stream, 1):
             owner = agent.name.removesuffix("_history")
             if has_history(history):
                 with_history.add(agent.name)
@@ -96,4 +136,15 @@ def export_json(
                 if is_valid_name(file.removesuffix(SUFFIX)) and file not in kept:
                     folder.remove(file)
                     report.removed.append(file)
-    return report
+
+
+@contextmanager
+def _closing(stream: Iterator[T]) -> Generator[Iterator[T], None, None]:
+    """``stream``, closed when the block ends: however the export stops, its snapshot ends then,
+    not when the error that stopped it (which holds the stream's frame) is freed."""
+    try:
+        yield stream
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()

@@ -16,6 +16,7 @@ from .interface import (
     ImportOutcome,
     Mirror,
     SearchPage,
+    UpdateResult,
 )
 from .sql import SqlAgentRepository
 
@@ -29,4 +30,5 @@ __all__ = [
     "Mirror",
     "SearchPage",
     "SqlAgentRepository",
+    "UpdateResult",
 ]

@@ -4,7 +4,7 @@ A cursor is the base64url (unpadded) text of a small JSON object: a format versi
 was made for, a fingerprint of the query's filters, and the sort key of the last agent on its
 page (``[value, name]``; the value is None for the name sort, an ISO 8601 time or a count
 otherwise). Everything is checked on the way in: a cursor that does not decode, or that belongs
-to another sort or other filters, is an ``InvalidCursorError`` (a ``ValueError``), never a
+to another sort or other filters, is an ``InvalidCursorError`` (an ``InvalidInputError``), never a
 driver error.
 """
 
@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ..errors import InvalidCursorError
-from ..models import INTEGER_MAX, Agent, SearchQuery, is_valid_name
+from ..models import COUNTER_MAX, Agent, SearchQuery, is_valid_name
 
 CURSOR_VERSION: Final = 1
 #: Far longer than any cursor this module makes (about 150 characters).
@@ -101,7 +101,7 @@ def _key_value(query: SearchQuery, value: Any) -> datetime | int | None:
             raise damaged
         return None
     if query.sort_by == "execution_count":
-        if type(value) is not int or not 0 <= value <= INTEGER_MAX:
+        if type(value) is not int or not 0 <= value <= COUNTER_MAX:
             raise damaged
         return value
     if not isinstance(value, str):

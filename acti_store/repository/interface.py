@@ -7,22 +7,28 @@ Callers get domain models (``acti_store.models``), never rows. ``SqlAgentReposit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
+from pydantic import ValidationError
+
+from ..errors import ArgumentTypeError, InvalidAgentError, InvalidInputError
 from ..models import (
     HISTORY_LIMIT_DEFAULT,
+    UPDATABLE_FIELDS,
     Agent,
     AgentConfig,
     AgentUpdate,
     ExecutionHistory,
     ExecutionRecord,
     ExecutionStats,
+    HistoryRequest,
     SearchQuery,
 )
+from ..validation import quoted, refusal
 
 Clock = Callable[[], datetime]
 ConflictPolicy = Literal["skip", "replace", "fail"]
@@ -55,6 +61,60 @@ class BulkPutResult:
     outcomes: dict[str, ImportOutcome] = field(default_factory=dict)
 
 
+def checked_update(name: str, changes: AgentUpdate | Mapping[str, Any]) -> AgentUpdate:
+    """``changes`` as an ``AgentUpdate``: a mapping of field names to values is validated into
+    one (``InvalidAgentError`` lists every problem); anything else is an ``ArgumentTypeError``."""
+    if isinstance(changes, AgentUpdate):
+        return changes
+    if not isinstance(changes, Mapping):
+        raise ArgumentTypeError(
+            "update() takes the changes as an AgentUpdate or a mapping of the fields to change "
+            f"({', '.join(UPDATABLE_FIELDS)}) to their new values, not {type(changes).__name__}"
+        )
+    try:
+        return AgentUpdate.model_validate(dict(changes))
+    except ValidationError as exc:
+        raise refusal(exc, f"update of agent {quoted(name)}", InvalidAgentError) from None
+
+
+def checked_config(
+    values: dict[str, Any], subject: str, aliases: Mapping[str, str] | None = None
+) -> AgentConfig:
+    """``values`` as an ``AgentConfig``, or ``InvalidAgentError`` listing every problem."""
+    try:
+        return AgentConfig.model_validate(values)
+    except ValidationError as exc:
+        raise refusal(exc, subject, InvalidAgentError, aliases=aliases or {}) from None
+
+
+#: ``HistoryRequest``'s range of ``limit``, read from the model: the fast path of the check.
+_LIMIT_RANGE: Final = HistoryRequest.model_json_schema()["properties"]["limit"]
+
+
+def checked_history_request(limit: object, errors_only: object) -> tuple[int, bool]:
+    """``(limit, errors_only)`` by the rule of ``HistoryRequest`` (the tools' too): an
+    out-of-range ``limit`` is an ``InvalidInputError``, never silently clamped."""
+    if (
+        type(limit) is int
+        and type(errors_only) is bool
+        and _LIMIT_RANGE["minimum"] <= limit <= _LIMIT_RANGE["maximum"]
+    ):
+        return limit, errors_only  # what the model would accept as it is (reads are hot)
+    try:
+        request = HistoryRequest(limit=limit, include_errors_only=errors_only)
+    except ValidationError as exc:
+        raise refusal(exc, "history request", InvalidInputError) from None
+    return request.limit, request.include_errors_only
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """One update: the agent as the update's transaction found it, and as it left it."""
+
+    previous: Agent
+    agent: Agent
+
+
 @dataclass(frozen=True)
 class SearchPage:
     """One page of ``search_page``: up to the query's ``limit`` agents in its sort's order."""
@@ -67,7 +127,15 @@ class SearchPage:
 
 
 class AgentRepository(ABC):
-    """Storage of agent configurations, their metadata and execution history."""
+    """Storage of agent configurations, their metadata and execution history.
+
+    Every method may raise ``StoreUnavailableError`` (the database cannot be reached, is locked
+    for too long or is damaged; ``transient`` says whether trying again can help) and, on a store
+    opened with ``read_only=True`` or one this process cannot write, every write raises
+    ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``); all are ``AgentStoreError``.
+    Invalid input is an ``InvalidInputError`` (``InvalidAgentError`` for agent fields), which is
+    also a ``ValueError``.
+    """
 
     mirror: Mirror | None = None
 
@@ -78,7 +146,8 @@ class AgentRepository(ABC):
 
     @abstractmethod
     def now(self) -> datetime:
-        """The store's clock: timezone-aware UTC."""
+        """The store's clock: timezone-aware UTC. Pass it (or ``datetime.now(timezone.utc)``)
+        as a record's timestamp: naive datetimes are refused."""
 
     def location_of(self, name: str) -> str:
         """Where the record of ``name`` lives: its mirror file when there is one."""
@@ -94,7 +163,8 @@ class AgentRepository(ABC):
 
     @abstractmethod
     def create(self, config: AgentConfig) -> Agent:
-        """Store a new agent at version 1. Raises ``AgentExistsError``."""
+        """Store a new agent at version 1. Raises ``AgentExistsError``. (``AgentConfig(...)``
+        itself raises pydantic's ``ValidationError``, a ``ValueError``, for invalid fields.)"""
 
     @abstractmethod
     def get(self, name: str) -> Agent:
@@ -111,13 +181,32 @@ class AgentRepository(ABC):
     def list_names(self) -> list[str]:
         """Every agent's name, sorted."""
 
-    @abstractmethod
-    def update(self, name: str, changes: AgentUpdate, expected_version: int | None = None) -> Agent:
-        """Apply a partial update and bump the version.
+    def update(
+        self,
+        name: str,
+        changes: AgentUpdate | Mapping[str, Any],
+        expected_version: int | None = None,
+    ) -> Agent:
+        """Apply a partial update (an ``AgentUpdate``, or a mapping of field names to new values)
+        and bump the version; returns the agent as updated.
 
-        Raises ``AgentNotFoundError``, ``NoChangesError``, and ``VersionConflictError`` when
-        ``expected_version`` is given and the stored version differs.
+        Raises ``AgentNotFoundError``, ``NoChangesError``, ``InvalidAgentError`` (every invalid
+        field), ``ArgumentTypeError`` when ``changes`` is neither, and ``VersionConflictError``
+        when ``expected_version`` is given and the stored version differs. Without
+        ``expected_version`` the update applies to the latest version and never conflicts.
         """
+        return self.update_returning_previous(name, changes, expected_version).agent
+
+    @abstractmethod
+    def update_returning_previous(
+        self,
+        name: str,
+        changes: AgentUpdate | Mapping[str, Any],
+        expected_version: int | None = None,
+    ) -> UpdateResult:
+        """``update``, also returning the version it replaced, as its own transaction saw it
+        (what "before -> after" reports must compare: no other write can come in between).
+        Raises what ``update`` raises."""
 
     @abstractmethod
     def delete(self, name: str, delete_history: bool = True) -> Agent:
@@ -132,10 +221,18 @@ class AgentRepository(ABC):
         description: str | None = None,
         tags: list[str] | None = None,
     ) -> Agent:
-        """Copy an agent under a new name with fresh metadata and no history."""
+        """Copy an agent under a new name with fresh metadata and no history.
+
+        Raises ``AgentNotFoundError`` (the source), ``AgentExistsError`` (the new name) and
+        ``InvalidAgentError`` listing every invalid field (``new_name``, ``description``,
+        ``tags``)."""
 
     @abstractmethod
     def search(self, query: SearchQuery) -> list[Agent]: ...
+
+    @abstractmethod
+    def count(self, query: SearchQuery) -> int:
+        """How many agents match ``query``'s filters, whatever its ``limit``."""
 
     @abstractmethod
     def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
@@ -144,7 +241,8 @@ class AgentRepository(ABC):
 
         Keyset pagination on the query's sort: walking every page while others write, each
         agent whose sort key did not change during the walk is seen exactly once. Raises
-        ``InvalidCursorError`` (a ``ValueError``) for a cursor not made by this query's pages.
+        ``InvalidCursorError`` (an ``InvalidInputError``) for a cursor not made by this query's
+        pages.
         """
 
     @abstractmethod
@@ -156,14 +254,27 @@ class AgentRepository(ABC):
     def count_by_stratum(self) -> dict[str | None, int]:
         """Agents per stratum: every stratum of the contract, plus ``None`` if any have none."""
 
+    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        """The first ``limit`` agents by name of each stratum (``None``: no stratum), by name;
+        strata without agents are left out. What a listing shows without reading every agent."""
+        groups: dict[str | None, list[Agent]] = {}
+        for agent in self.list_agents():
+            members = groups.setdefault(agent.stratum, [])
+            if len(members) < limit:
+                members.append(agent)
+        return groups
+
     @abstractmethod
     def record_execution(self, name: str, record: ExecutionRecord) -> None:
-        """Append a run to the history (keeping the newest 50) and move the counters."""
+        """Append a run to the history (keeping the newest 50) and move the counters.
+        Raises ``AgentNotFoundError``."""
 
     @abstractmethod
     def get_history(
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
-    ) -> ExecutionHistory: ...
+    ) -> ExecutionHistory:
+        """The newest ``limit`` records (1-50, the rule of ``HistoryRequest``), newest first.
+        Raises ``AgentNotFoundError``, and ``InvalidInputError`` for a limit out of range."""
 
     @abstractmethod
     def get_with_history(self, name: str) -> tuple[Agent, ExecutionHistory]:

@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 
-from ..dberrors import translated
+from ..dberrors import translate_errors
 from ..engine import POSTGRES_BEGIN_SNAPSHOT
 from ..models import Agent, ExecutionHistory, SearchQuery
 from ..sqlexec import Connections, Cursor, roll_back
 from .cursor import SortKey, encode_cursor
 from .interface import SearchPage
-from .search import page_statements, search_condition
+from .search import page_statements
 from .statements import AGENTS_PAGE, NAME, agent_from_row, export_page
 
 T = TypeVar("T")
@@ -39,20 +39,20 @@ def export_stream(
     ``connections``. However the stream ends (exhausted, ``close()``d, the consumer raising), the
     transaction is rolled back and the connection given back."""
     page_size = max(1, page_size)
-    connection = connections.take()
-    raw_cursor = connection.cursor()
+    with translate_errors(dbapi):  # a server down or restarting: StoreUnavailableError
+        connection = connections.take()
+        try:
+            raw_cursor = connection.cursor()
+        except BaseException:
+            roll_back(connections, connection)
+            raise
     cursor = Cursor(raw_cursor, dialect)
 
     def read_page(after: str, *, first: bool) -> list[tuple[Agent, ExecutionHistory | None]]:
-        try:
+        with translate_errors(dbapi):  # transient or lasting, as ``dberrors`` decides
             if first and begin is not None:
                 cursor.raw(begin)
             return export_page(cursor, after, page_size)
-        except Exception as exc:
-            error = translated(exc, dbapi)
-            if error is None:
-                raise
-            raise error from exc
 
     try:
         page = read_page("", first=True)
@@ -88,14 +88,14 @@ def search_page(
 ) -> SearchPage:
     """The page of ``query`` after the sort key ``after`` (None: the first page), on ``conn``.
 
-    The text probe (SQLite), the count and the page are read from one snapshot: SQLite's read
-    transaction on ``conn``, REPEATABLE READ on PostgreSQL. One row more than the page is read:
-    the next cursor is given only when another page follows.
+    ``total`` is counted as ``repo.count`` counts. The text probe (SQLite), the count and the
+    page are read from one snapshot: SQLite's read transaction on ``conn``, REPEATABLE READ on
+    PostgreSQL. One row more than the page is read: the next cursor is given only when another
+    page follows.
     """
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql(POSTGRES_BEGIN_SNAPSHOT)  # the transaction's first statement
-    condition = search_condition(conn, query, sqlite=sqlite)
-    count, page = page_statements(condition, query, after)
+    count, page = page_statements(conn, query, after, sqlite=sqlite)
     total = int(conn.execute(count).scalar_one())
     rows = conn.execute(page).all()
     agents = [agent_from_row(row) for row in rows[: query.limit]]

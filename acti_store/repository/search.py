@@ -15,7 +15,7 @@ FTS5 trigram index ``agents_fts`` (revision 0003), fed through the log ``agents_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from sqlalchemy import (
@@ -77,25 +77,34 @@ def search_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> S
     """The SELECT of ``AGENT_COLUMNS`` that answers ``query``: filters combined with AND, rows in
     the sort's order, at most ``limit``. On SQLite a text query first probes the text index on
     ``conn``: run the statement on the same connection and transaction (one snapshot)."""
+    condition = _condition(query, _text(conn, query, sqlite=sqlite), _ordered_filter(sqlite))
     return (
-        select(*AGENT_COLUMNS)
-        .where(search_condition(conn, query, sqlite=sqlite))
-        .order_by(*_SORTS[query.sort_by])
-        .limit(query.limit)
+        select(*AGENT_COLUMNS).where(condition).order_by(*_SORTS[query.sort_by]).limit(query.limit)
     )
 
 
+def count_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> Select[Any]:
+    """The SELECT of how many agents match ``query``'s filters (its sort and limit aside).
+
+    No order to walk here: the filters may use their indexes on either engine. Same snapshot
+    rule as ``search_statement``."""
+    return _count(query, _text(conn, query, sqlite=sqlite))
+
+
 def page_statements(
-    condition: ColumnElement[bool], query: SearchQuery, after: SortKey | None
+    conn: Connection, query: SearchQuery, after: SortKey | None, *, sqlite: bool
 ) -> tuple[Select[Any], Select[Any]]:
-    """For ``search_page``: the count of every match of ``condition`` (``search_condition``),
-    and the page of ``query.limit`` + 1 matches after the sort key ``after`` (the extra row says
-    whether another page follows), in the sort's order."""
-    count = select(func.count()).select_from(agents).where(condition)
+    """For ``search_page``: the count of every match (``count_statement``'s), and the page of
+    ``query.limit`` + 1 matches after the sort key ``after`` (the extra row says whether another
+    page follows), in the sort's order. One text probe serves both (same snapshot rule as
+    ``search_statement``)."""
+    text_conditions = _text(conn, query, sqlite=sqlite)
+    condition = _condition(query, text_conditions, _ordered_filter(sqlite))
     page = select(*AGENT_COLUMNS).where(condition)
     if after is not None:
         page = page.where(_after(query.sort_by, after))
-    return count, page.order_by(*_SORTS[query.sort_by]).limit(query.limit + 1)
+    ordered = page.order_by(*_SORTS[query.sort_by]).limit(query.limit + 1)
+    return _count(query, text_conditions), ordered
 
 
 def _after(sort_by: str, key: SortKey) -> ColumnElement[bool]:
@@ -110,9 +119,29 @@ def _after(sort_by: str, key: SortKey) -> ColumnElement[bool]:
     return and_(column <= key.value, or_(column < key.value, agents.c.name > key.name))
 
 
-def search_condition(conn: Connection, query: SearchQuery, *, sqlite: bool) -> ColumnElement[bool]:
-    """Every filter of ``query`` combined with AND (see ``search_statement`` for ``conn``)."""
-    filtered = _filter_column if sqlite else _indexed_column
+def _count(query: SearchQuery, text_conditions: list[ColumnElement[bool]]) -> Select[Any]:
+    """How many agents match: the filters read through their indexes (no order to walk)."""
+    condition = _condition(query, text_conditions, _indexed_column)
+    return select(func.count()).select_from(agents).where(condition)
+
+
+def _ordered_filter(sqlite: bool) -> Callable[[ColumnElement[Any]], ColumnElement[Any]]:
+    """How a read in the sort's order reads a filter's column (see the module's docstring)."""
+    return _filter_column if sqlite else _indexed_column
+
+
+def _text(conn: Connection, query: SearchQuery, *, sqlite: bool) -> list[ColumnElement[bool]]:
+    """The conditions of ``query``'s text (probing SQLite's text index on ``conn``)."""
+    return _text_conditions(conn, query.query, sqlite=sqlite) if query.query else []
+
+
+def _condition(
+    query: SearchQuery,
+    text_conditions: list[ColumnElement[bool]],
+    filtered: Callable[[ColumnElement[Any]], ColumnElement[Any]],
+) -> ColumnElement[bool]:
+    """Every filter of ``query`` combined with AND: the one place the filters become SQL.
+    ``text_conditions`` come from ``_text``; ``filtered`` says how a filter reads its column."""
     conditions: list[ColumnElement[bool]] = []
     if query.stratum is not None:
         conditions.append(filtered(agents.c.stratum) == query.stratum)
@@ -128,9 +157,7 @@ def search_condition(conn: Connection, query: SearchQuery, *, sqlite: bool) -> C
         conditions.append(filtered(agents.c.created_at) <= query.created_before)
     if query.min_executions is not None:
         conditions.append(filtered(agents.c.execution_count) >= query.min_executions)
-    if query.query:
-        conditions.extend(_text_conditions(conn, query.query, sqlite=sqlite))
-    return and_(True, *conditions)
+    return and_(True, *conditions, *text_conditions)
 
 
 def _indexed_column(col: ColumnElement[Any]) -> ColumnElement[Any]:

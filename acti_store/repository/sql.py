@@ -2,33 +2,39 @@
 
 All invariants live here, each enforced in one transaction: version increments, counters, the
 50-record FIFO, clone resets. The statements and the row mapping are in ``statements``, the
-search query in ``search``, bulk import in ``bulk``; driver errors become the library's
-exceptions in ``acti_store.dberrors``.
+search query in ``search``, pages and the export's snapshot in ``paging``, bulk import in
+``bulk``; driver errors become the library's exceptions in ``acti_store.dberrors``.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
-from ..dberrors import is_retryable, translate_errors, translated
-from ..engine import POSTGRES_BEGIN_SNAPSHOT, SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
+from ..dberrors import translate_errors, translated
+from ..engine import (
+    LOCK_TIMEOUT_DEFAULT,
+    POSTGRES_BEGIN_SNAPSHOT,
+    SQLITE_BEGIN_READ,
+    SQLITE_BEGIN_WRITE,
+    lock_wait_sql,
+    sqlite_path,
+)
 from ..errors import (
     AgentExistsError,
     AgentNotFoundError,
+    InvalidInputError,
     NoChangesError,
-    StoreUnavailableError,
-    VersionConflictError,
+    ReadOnlyStoreError,
 )
 from ..models import (
     DESCRIPTION_MAX_LENGTH,
     HISTORY_LIMIT_DEFAULT,
     HISTORY_MAX_RECORDS,
+    NAIVE_DATETIME_RULE,
     STRATA,
     Agent,
     AgentConfig,
@@ -43,8 +49,10 @@ from ..models import (
     utc_now,
 )
 from ..sqlexec import Cursor, connections_for, roll_back
+from ..validation import quoted
 from .bulk import put_all
 from .cursor import decode_cursor
+from .deadline import within_deadline
 from .interface import (
     AgentRepository,
     BulkPutResult,
@@ -53,9 +61,13 @@ from .interface import (
     ImportItem,
     Mirror,
     SearchPage,
+    UpdateResult,
+    checked_config,
+    checked_history_request,
+    checked_update,
 )
 from .paging import agent_pages, export_stream, search_page
-from .search import search_statement
+from .search import count_statement, search_statement
 from .statements import (
     ALL,
     ARCHIVE_HISTORY,
@@ -66,13 +78,13 @@ from .statements import (
     DELETE_HISTORY,
     DELETE_TAGS,
     ERROR_COUNT,
+    FIRST_BY_STRATUM,
     GET,
     GET_FOR_UPDATE,
     GET_ID,
     HISTORY,
     ID,
     INSERT_EXECUTION,
-    INSERT_TAG,
     LAST_EXECUTED_AT,
     NAMES,
     RECORD_RUN,
@@ -87,16 +99,15 @@ from .statements import (
     metadata_values,
     record_from_row,
     record_values,
-    update_statement,
 )
+from .updating import apply_update
 
 T = TypeVar("T")
 
 CLONE_SUFFIX: Final = " (clone)"
+READ_ONLY: Final = "nothing can be written to it (open it without read_only=True to change it)"
 #: Query parameters of a database URL that hold a credential (never shown in ``location``).
 _URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
-#: How often a write is retried when the engine reports a lock or serialization conflict.
-WRITE_ATTEMPTS: Final = 8
 
 
 def _require_storable(name: str) -> None:
@@ -114,8 +125,9 @@ def _clone_description(source: str) -> str:
 class SqlAgentRepository(AgentRepository):
     """``AgentRepository`` on SQLAlchemy: SQLite (default) or PostgreSQL.
 
-    Every write is one transaction, retried a bounded number of times when the engine reports a
-    lock or serialization conflict; nothing is written by an operation that fails. Frequent
+    Every write is one transaction, retried when the engine reports a lock or serialization
+    conflict, all within ``lock_timeout`` seconds (``deadline``); nothing is written by an
+    operation that fails. Frequent
     operations run prepared statements on a DBAPI connection (``sqlexec``: kept and reused for a
     SQLite file, from the pool otherwise); search and the rare paths use SQLAlchemy Core
     connections from the engine's pool.
@@ -127,8 +139,12 @@ class SqlAgentRepository(AgentRepository):
         *,
         clock: Clock | None = None,
         mirror: Mirror | None = None,
+        read_only: bool = False,
+        lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
     ) -> None:
         self._engine = engine
+        self.read_only = read_only
+        self._lock_timeout = lock_timeout
         self._connections = connections_for(engine)
         self._dialect = engine.dialect
         self._dbapi = engine.dialect.loaded_dbapi
@@ -153,18 +169,23 @@ class SqlAgentRepository(AgentRepository):
     def location(self) -> str:
         url = self._engine.url
         if self._sqlite and url.database not in (None, "", ":memory:"):
-            return str(Path(url.database or "").resolve())
+            return str(sqlite_path(url.database or "").resolve())
         # libpq also takes a password from the query string (``?password=...``): drop it too.
         secrets = [key for key in url.query if key.lower() in _URL_SECRET_PARAMETERS]
         return url.difference_update_query(secrets).render_as_string(hide_password=True)
 
     def now(self) -> datetime:
-        return self._clock()
+        value = self._clock()
+        if value.tzinfo is None:  # it would be stored as UTC, hours off in most time zones
+            raise InvalidInputError("clock", [("the time it returned", NAIVE_DATETIME_RULE)])
+        return value
 
     def close(self) -> None:
         self._connections.close()
 
-    def _run(self, work: Callable[[Cursor], T], *, begin: str | None) -> T:
+    def _run(
+        self, work: Callable[[Cursor], T], *, begin: str | None, lock_wait: float | None = None
+    ) -> T:
         """Run ``work`` on a pooled DBAPI connection, committed if it returns, else rolled back.
 
         ``begin`` is the first statement of the transaction: ``_begin_write`` for writes (SQLite:
@@ -172,20 +193,30 @@ class SqlAgentRepository(AgentRepository):
         one snapshot (SQLite: ``BEGIN``; PostgreSQL: REPEATABLE READ), None for a
         single-statement read (the engine's policy, ``acti_store.engine``). PostgreSQL's driver
         begins the transaction itself.
+        ``lock_wait`` (seconds) bounds this transaction's lock waits instead of ``lock_timeout``.
         """
         connections = self._connections
         connection = connections.take()
         raw_cursor = connection.cursor()
+        # SQLite's busy timeout belongs to the connection: put back before it is reused.
+        restore = lock_wait is not None and self._sqlite
         try:
             cursor = Cursor(raw_cursor, self._dialect)
+            if lock_wait is not None:
+                cursor.raw(lock_wait_sql(self._sqlite, lock_wait))
             if begin is not None:
                 cursor.raw(begin)
             result = work(cursor)
+            if restore:
+                cursor.raw(lock_wait_sql(True, self._lock_timeout))
             if begin is not None or not self._sqlite:  # else SQLite had no transaction open
                 connection.commit()
         except BaseException:
             raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
-            roll_back(connections, connection)
+            if restore:  # its busy timeout may still be the shorter one: not reused
+                connections.discard(connection)
+            else:
+                roll_back(connections, connection)
             raise
         raw_cursor.close()
         connections.give(connection)
@@ -201,22 +232,16 @@ class SqlAgentRepository(AgentRepository):
             raise error from exc
 
     def _write(self, work: Callable[[Cursor], T], *, name: str | None = None) -> T:
-        """Run ``work`` in one write transaction; retry on lock or serialization conflicts."""
-        delay = 0.01
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
-            try:
-                return self._run(work, begin=self._begin_write)
-            except Exception as exc:
-                error = translated(exc, self._dbapi, name)
-                if error is None:
-                    raise
-                if not isinstance(error, StoreUnavailableError) or not is_retryable(exc):
-                    raise error from exc
-                if attempt == WRITE_ATTEMPTS:
-                    raise error from exc
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Run ``work`` in one write transaction; retry on lock or serialization conflicts
+        until the lock timeout (``deadline.within_deadline``)."""
+        if self.read_only:
+            raise ReadOnlyStoreError(f"the store at {self.location} is open read-only: {READ_ONLY}")
+        return within_deadline(
+            lambda wait: self._run(work, begin=self._begin_write, lock_wait=wait),
+            lock_timeout=self._lock_timeout,
+            dbapi=self._dbapi,
+            name=name,
+        )
 
     def _notify(self, *names: str) -> None:
         if self.mirror is not None:
@@ -259,46 +284,23 @@ class SqlAgentRepository(AgentRepository):
     def list_names(self) -> list[str]:
         return self._read(lambda cursor: [r[0] for r in cursor.all(NAMES)])
 
-    def update(self, name: str, changes: AgentUpdate, expected_version: int | None = None) -> Agent:
-        fields = changes.changes()
+    def update_returning_previous(
+        self,
+        name: str,
+        changes: AgentUpdate | Mapping[str, Any],
+        expected_version: int | None = None,
+    ) -> UpdateResult:
+        fields = checked_update(name, changes).changes()
         if not fields:
             raise NoChangesError(name)
 
-        def work(cursor: Cursor) -> Agent:
+        def work(cursor: Cursor) -> UpdateResult:
             row = self._locate(cursor, name, for_update=True)
-            current = agent_from_row(row)
-            version = current.metadata.version
-            if expected_version is not None and version != expected_version:
-                raise VersionConflictError(name, expected_version, version)
-            # Validate the merged result with the same model as create: one set of rules.
-            merged = AgentConfig.model_validate(dict(current.config) | fields)
-            meta = current.metadata.model_copy(
-                update={"updated_at": self.now(), "version": version + 1}
-            )
-            values = config_values(merged) | {
-                "updated_at": meta.updated_at,
-                "version": meta.version,
-                "where_id": row[ID],
-                "where_version": version,
-            }
-            changed = cursor.execute(update_statement(fields), values)
-            # Exactly one row, always: _locate locked it (FOR UPDATE; on SQLite the write lock
-            # came with BEGIN IMMEDIATE), so its version is still the one read above. The
-            # version condition stays in the UPDATE so that, were that ever not so, the write
-            # would fail here instead of overwriting a concurrent update.
-            if changed != 1:
-                raise AssertionError(f"update of locked agent {name!r} changed {changed} rows")
-            if "tags" in fields:
-                cursor.execute(DELETE_TAGS, {"agent_id": row[ID]})
-                if merged.tags:
-                    cursor.executemany(
-                        INSERT_TAG, [{"agent_id": row[ID], "tag": t} for t in merged.tags]
-                    )
-            return trusted(Agent, **dict(merged), metadata=meta)
+            return apply_update(cursor, row, fields, expected_version, self.now)
 
-        agent = self._write(work)
+        result = self._write(work)
         self._notify(name)
-        return agent
+        return result
 
     def delete(self, name: str, delete_history: bool = True) -> Agent:
         def work(cursor: Cursor) -> Agent:
@@ -332,7 +334,11 @@ class SqlAgentRepository(AgentRepository):
             }
             if tags is not None:
                 overrides["tags"] = tags
-            config = AgentConfig.model_validate(dict(source.config) | overrides)
+            config = checked_config(
+                dict(source.config) | overrides,
+                f"clone of {quoted(source_name)} as {quoted(new_name)}",
+                {"name": "new_name"},
+            )
             if cursor.first(GET_ID, {"name": new_name}) is not None:
                 raise AgentExistsError(new_name)
             now = self.now()
@@ -354,6 +360,10 @@ class SqlAgentRepository(AgentRepository):
             stmt = search_statement(conn, query, sqlite=self._sqlite)
             return [agent_from_row(row) for row in conn.execute(stmt)]
 
+    def count(self, query: SearchQuery) -> int:
+        with translate_errors(self._dbapi), self._engine.connect() as conn:
+            return int(conn.execute(count_statement(conn, query, sqlite=self._sqlite)).scalar_one())
+
     def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
         after = None if cursor is None else decode_cursor(cursor, query)
         with translate_errors(self._dbapi), self._engine.connect() as conn:
@@ -364,6 +374,14 @@ class SqlAgentRepository(AgentRepository):
         for stratum, count in self._read(lambda cursor: cursor.all(COUNT_BY_STRATUM)):
             counts[stratum] = int(count)
         return counts
+
+    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        rows = self._read(lambda cursor: cursor.all(FIRST_BY_STRATUM, {"limit": limit}))
+        groups: dict[str | None, list[Agent]] = {}
+        for row in rows:
+            agent = agent_from_row(row)
+            groups.setdefault(agent.stratum, []).append(agent)
+        return groups
 
     # -- history -----------------------------------------------------------------------------------
 
@@ -390,8 +408,8 @@ class SqlAgentRepository(AgentRepository):
     def get_history(
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
     ) -> ExecutionHistory:
+        limit, errors_only = checked_history_request(limit, errors_only)
         _require_storable(name)
-        limit = max(1, min(limit, HISTORY_MAX_RECORDS))
         rows = self._read(
             lambda cursor: cursor.all(HISTORY[errors_only], {"name": name, "limit": limit})
         )

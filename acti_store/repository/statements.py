@@ -150,6 +150,17 @@ NAMES: Final = Prepared(select(agents.c.name).order_by(agents.c.name))
 COUNT_BY_STRATUM: Final = Prepared(
     select(agents.c.stratum, func.count()).group_by(agents.c.stratum)
 )
+_ranked = select(
+    agents.c.id,
+    func.row_number().over(partition_by=agents.c.stratum, order_by=agents.c.name).label("rank"),
+).subquery()
+#: The first ``limit`` agents by name of each stratum value (NULL included), by name.
+FIRST_BY_STRATUM: Final = Prepared(
+    select(*AGENT_COLUMNS)
+    .join_from(agents, _ranked, _ranked.c.id == agents.c.id)
+    .where(_ranked.c.rank <= bindparam("limit"))
+    .order_by(agents.c.name)
+)
 #: Run for one row or many at once (``Cursor.insert_rows``): the name maps returned ids back.
 _INSERT_AGENT: Final = Prepared(
     insert(agents).returning(agents.c.id, agents.c.name), columns=_CONFIG_KEYS + _METADATA_KEYS

@@ -5,7 +5,8 @@ opened on first use); ``make_builder_tools(repo)`` binds the same ten tools to a
 
 The exports load on first use: the tools' logic (``builder``, ``schemas``, ``render``) works
 without importing LangChain's tool classes, so commands that never build a LangChain tool (the
-CLI's ``migrate``, ``export``, ...) do not pay for them.
+CLI's ``migrate``, ``export``, ...) do not pay for them. ``ASYNC_TOOLS`` also loads the agent
+stack that ``execute_created_agent`` runs on (``defaults.load_agent_stack``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    exports = importlib.import_module(f".{module}", __name__)
+    if name == "ASYNC_TOOLS":  # an async app: the agent stack now, not on its event loop
+        exports.load_agent_stack()
+    return getattr(exports, name)
 
 
 __all__ = [

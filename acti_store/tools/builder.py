@@ -14,17 +14,17 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from ..documents import agent_document, history_document
 from ..errors import (
     AgentExistsError,
     AgentNotFoundError,
     AgentStoreError,
+    InvalidAgentError,
     NoChangesError,
-    VersionConflictError,
 )
 from ..models import (
     DEFAULT_MODEL,
@@ -35,16 +35,13 @@ from ..models import (
     Agent,
     AgentConfig,
     AgentUpdate,
-    Description,
     ExecutionRequest,
     HistoryRequest,
     SearchQuery,
-    Stratum,
-    TagList,
 )
 from ..repository import AgentRepository
 from ..validation import FieldError
-from . import render, texts
+from . import listing, render, render_history, texts
 from .outcomes import (
     Refused,
     Result,
@@ -57,36 +54,18 @@ from .outcomes import (
     valid_name,
     validated,
 )
+from .parameters import STRATUM, CloneOverrides, DeleteParameters
 
 if TYPE_CHECKING:
     from ..execution import AgentRunner
-
-# --------------------------------------------------------------------------------------------------
-# Parameters that are the tools' own (no domain model holds them)
-# --------------------------------------------------------------------------------------------------
-
-_STRATUM: Final = TypeAdapter(Stratum)
-
-
-class _CloneOverrides(BaseModel):
-    description: Description | None = None
-    tags: TagList | None = None
-
-
-class _DeleteParameters(BaseModel):
-    delete_history: bool = True
-
-
-# --------------------------------------------------------------------------------------------------
-# The tools
-# --------------------------------------------------------------------------------------------------
 
 
 class BuilderTools:
     """The ten tools' logic, bound to one repository (asked for on first use).
 
     Each method takes the tool's arguments by keyword and returns ``(text, artifact)``: what the
-    LangChain tools, the CLI and other front ends all render from.
+    LangChain tools, the CLI and other front ends all render from. ``calls`` says how the texts
+    name the next step: tool calls for the model (the default), or another front end's commands.
     """
 
     def __init__(
@@ -95,8 +74,10 @@ class BuilderTools:
         *,
         model: Any = None,
         mcp_catalog: Any = None,
+        calls: texts.Calls = texts.TOOL_CALLS,
     ) -> None:
         self._repository = repository
+        self._calls = calls
         self._model = model
         self._catalog = mcp_catalog
         self._runner: AgentRunner | None = None
@@ -108,10 +89,30 @@ class BuilderTools:
 
     # -- shared steps ------------------------------------------------------------------------------
 
+    def _available(self) -> tuple[list[str], int]:
+        """The first agents' names (at most as many as a "not found" text lists) and the total."""
+        repo = self.repo
+        total = sum(repo.count_by_stratum().values())
+        if not total:
+            return [], 0
+        first = repo.search(SearchQuery(sort_by="name", limit=texts.NOT_FOUND_NAMES_SHOWN))
+        return [a.name for a in first], total
+
     def _not_found(self, name: str, closing: str, **options: str) -> Refused:
-        names = self.repo.list_names()
-        text = render.not_found(name, names, closing, **options)
-        return refused(text, "not_found", name=name, available=names)
+        names, total = self._available()
+        text = render.not_found(name, names, closing, total=total, calls=self._calls, **options)
+        return refused(
+            text, "not_found", name=name, available=names, available_count=max(total, len(names))
+        )
+
+    def not_found(self, name: str, closing: str = texts.USE_NAMES) -> Result:
+        """The "not found" result for ``name``: the first names in the store and their count."""
+        return self._not_found(name, closing).result
+
+    def _require(self, name: str, closing: str) -> None:
+        """Refuse with the "not found" text when ``name`` is not in the store."""
+        if not self.repo.exists(name):
+            raise self._not_found(name, closing)
 
     def _get(self, name: str, closing: str, **options: str) -> Agent:
         try:
@@ -141,7 +142,7 @@ class BuilderTools:
     ) -> Result:
         if stratum is not None:
             try:
-                _STRATUM.validate_python(stratum)
+                STRATUM.validate_python(stratum)
             except ValidationError:
                 raise refused(
                     render.invalid_stratum(stratum), "invalid_stratum", valid=list(STRATA)
@@ -163,11 +164,13 @@ class BuilderTools:
             agent = self.repo.create(config)
         except AgentExistsError:
             raise refused(
-                render.already_exists(config.name), "already_exists", name=config.name
+                render.already_exists(config.name, self._calls), "already_exists", name=config.name
             ) from None
         location = self.repo.location_of(agent.name)
         return success(
-            render.created(agent, location), agent=agent_document(agent), location=location
+            render.created(agent, location, self._calls),
+            agent=agent_document(agent),
+            location=location,
         )
 
     @tool_boundary
@@ -187,42 +190,42 @@ class BuilderTools:
         tags: object = None,
     ) -> Result:
         agent_name = valid_name("name", name)
-        old = self._get(agent_name, texts.USE_NAMES_OR_CREATE)
 
         def describe(errors: list[FieldError]) -> str:
             return render.update_invalid(agent_name, errors)
 
-        changes = validated(
-            AgentUpdate,
-            {
-                "description": description,
-                "system_prompt": system_prompt,
-                "tools": tools,
-                "model": model,
-                "stratum": stratum,
-                "tags": tags,
-            },
-            describe,
-        )
         try:
-            new = self.repo.update(agent_name, changes, expected_version=old.metadata.version)
+            changes = validated(
+                AgentUpdate,
+                {
+                    "description": description,
+                    "system_prompt": system_prompt,
+                    "tools": tools,
+                    "model": model,
+                    "stratum": stratum,
+                    "tags": tags,
+                },
+                describe,
+            )
+            # No expected version: the update applies to the latest one and never conflicts;
+            # the changes reported are those between the two versions its transaction saw.
+            outcome = self.repo.update_returning_previous(agent_name, changes)
+        except Refused:
+            self._require(agent_name, texts.USE_NAMES_OR_CREATE)  # a missing agent comes first
+            raise
         except NoChangesError:
-            raise refused(render.no_changes(agent_name), "no_changes", name=agent_name) from None
-        except VersionConflictError as exc:
+            self._require(agent_name, texts.USE_NAMES_OR_CREATE)
             raise refused(
-                render.version_conflict(exc),
-                "version_conflict",
-                name=agent_name,
-                expected_version=exc.expected,
-                actual_version=exc.actual,
+                render.no_changes(agent_name, self._calls), "no_changes", name=agent_name
             ) from None
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES_OR_CREATE) from None
-        except ValidationError as exc:
+        except InvalidAgentError as exc:
             # Our arguments passed the same rules above; the repository validates the merged
             # configuration, which fails when a stored value breaks a rule (a row written by an
             # older release or by hand). Say which field, so the model can replace it.
             raise invalid(exc, describe) from None
+        old, new = outcome.previous, outcome.agent
         location = self.repo.location_of(agent_name)
         return success(
             render.updated(old, new, location),
@@ -238,7 +241,7 @@ class BuilderTools:
     ) -> Result:
         agent_name = valid_name("name", name)
         params = validated(
-            _DeleteParameters,
+            DeleteParameters,
             {"delete_history": delete_history},
             lambda errors: render.invalid_parameters("delete", errors),
         )
@@ -246,7 +249,9 @@ class BuilderTools:
         try:
             if confirm is not True:  # anything but an explicit True is a dry run
                 agent = self.repo.get(agent_name)
-                text = render.delete_preview(agent, places, delete_history=params.delete_history)
+                text = render.delete_preview(
+                    agent, places, delete_history=params.delete_history, calls=self._calls
+                )
                 return success(
                     text,
                     deleted=False,
@@ -255,11 +260,19 @@ class BuilderTools:
                 )
             agent = self.repo.delete(agent_name, delete_history=params.delete_history)
         except AgentNotFoundError:
-            names = self.repo.list_names()
-            text = render.delete_not_found(agent_name, names, places)
-            raise refused(text, "not_found", name=agent_name, available=names) from None
+            names, total = self._available()
+            text = render.delete_not_found(agent_name, names, total, places, self._calls)
+            raise refused(
+                text,
+                "not_found",
+                name=agent_name,
+                available=names,
+                available_count=max(total, len(names)),
+            ) from None
         return success(
-            render.deleted(agent_name, places, delete_history=params.delete_history),
+            render.deleted(
+                agent_name, places, delete_history=params.delete_history, calls=self._calls
+            ),
             deleted=True,
             agent=agent_document(agent),
             delete_history=params.delete_history,
@@ -279,7 +292,7 @@ class BuilderTools:
         def describe(errors: list[FieldError]) -> str:
             return render.clone_invalid(source_key, target, errors)
 
-        overrides = validated(_CloneOverrides, {"description": description, "tags": tags}, describe)
+        overrides = validated(CloneOverrides, {"description": description, "tags": tags}, describe)
         source = self._get(
             source_key,
             texts.USE_NAMES_AS_SOURCE,
@@ -291,17 +304,17 @@ class BuilderTools:
             )
         except AgentExistsError:
             raise refused(
-                render.clone_target_exists(target), "already_exists", name=target
+                render.clone_target_exists(target, self._calls), "already_exists", name=target
             ) from None
         except AgentNotFoundError:  # deleted since we read it
             raise self._not_found(
                 source_key, texts.USE_NAMES_AS_SOURCE, heading=texts.SOURCE_NOT_FOUND
             ) from None
-        except ValidationError as exc:  # a stored value of the source breaks a rule (see update)
+        except InvalidAgentError as exc:  # a stored value of the source breaks a rule (see update)
             raise invalid(exc, describe) from None
         location = self.repo.location_of(target)
         return success(
-            render.cloned(source, clone, location),
+            render.cloned(source, clone, location, self._calls),
             agent=agent_document(clone),
             source=source.name,
             source_version=source.metadata.version,
@@ -316,12 +329,15 @@ class BuilderTools:
 
     @tool_boundary
     def list_created_agents(self) -> Result:
-        agents = self.repo.list_agents()
-        groups = {
-            label: [a.name for a in members]
-            for label, members in render.group_by_stratum(agents).items()
-        }
-        return success(render.agent_list(agents), total=len(agents), groups=groups)
+        repo = self.repo
+        counts = repo.count_by_stratum()
+        groups = listing.list_groups(counts, repo.first_by_stratum(texts.LIST_AGENTS_PER_STRATUM))
+        return success(
+            listing.agent_list(groups, self._calls),
+            total=sum(g.total for g in groups),
+            groups={g.label: [a.name for a in g.agents] for g in groups},
+            counts={g.label: g.total for g in groups},
+        )
 
     @tool_boundary
     def search_agents(
@@ -353,12 +369,15 @@ class BuilderTools:
         )
         agents = self.repo.search(search)
         if agents:
-            text = render.search_results(search, agents)
+            text = render.search_results(search, agents, self._calls)
         else:
-            text = render.no_search_results(search, self.repo.count_by_stratum())
+            text = render.no_search_results(search, self.repo.count_by_stratum(), self._calls)
+        # Counted only when the limit may have cut the answer: a short page is the whole answer.
+        total = self.repo.count(search) if len(agents) == search.limit else len(agents)
         return success(
             text,
             count=len(agents),
+            total=total,
             names=[a.name for a in agents],
             query=search.model_dump(mode="json"),
         )
@@ -386,7 +405,9 @@ class BuilderTools:
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES) from None
         location = self.repo.history_location_of(agent_name)
-        text = render.history(history, stats, location, errors_only=params.include_errors_only)
+        text = render_history.history(
+            history, stats, location, errors_only=params.include_errors_only, calls=self._calls
+        )
         return success(
             text,
             history=history_document(history),

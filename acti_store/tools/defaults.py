@@ -3,10 +3,15 @@
 The default store is ``open_repository()`` (``ACTI_STORE_URL``, else the SQLite file), opened on
 first use: importing this module opens nothing. ``default_repository.close()`` forgets it, so the
 next use opens it again (e.g. after a change of ``ACTI_STORE_URL``).
+
+Taking ``ASYNC_TOOLS`` (or a ``*_async`` name) from ``acti_store.tools`` also imports the agent
+stack (``load_agent_stack``), so that an async app pays for it at startup, not on its loop.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import threading
 from typing import Final
 
@@ -39,6 +44,17 @@ class _LazyRepository:
                 self._repo = None
 
 
+def load_agent_stack() -> None:
+    """Import what running an agent needs (deepagents, LangChain, the MCP client), if installed.
+
+    That takes seconds and holds the GIL for long stretches, even in a worker thread (a full
+    garbage collection of the new objects alone takes 0.1-0.3 s): left to an event loop's first
+    ``execute_created_agent``, it would stall the loop for hundreds of milliseconds.
+    """
+    with contextlib.suppress(ImportError):  # without the ``agents`` extra: refused when used
+        importlib.import_module("acti_store.execution.runner")
+
+
 default_repository: Final = _LazyRepository()
 _DEFAULT: Final = BuilderTools(default_repository)
 
@@ -54,7 +70,8 @@ def __getattr__(name: str) -> AsyncVariant:
     variant = ASYNC_TOOLS.get(name.removesuffix("_async")) if name.endswith("_async") else None
     if variant is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    load_agent_stack()
     return variant
 
 
-__all__ = ["ASYNC_TOOLS", "BUILDER_TOOLS", "default_repository"]
+__all__ = ["ASYNC_TOOLS", "BUILDER_TOOLS", "default_repository", "load_agent_stack"]

@@ -13,7 +13,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import AgentStoreError
+from ..errors import AgentStoreError, InvalidInputError
 from ..models import is_valid_name
 from ..validation import FieldError
 from . import render, texts
@@ -50,7 +50,7 @@ def settled(exc: Refused | AgentStoreError) -> Result:
     """The ERROR result of a refusal or of a store error."""
     if isinstance(exc, Refused):
         return exc.result
-    return error(render.store_error(exc), "store_error", message=str(exc))
+    return error(render.store_error(exc), "store_error", message=str(exc), transient=exc.transient)
 
 
 def tool_boundary(
@@ -106,9 +106,16 @@ def validated(
         raise invalid(exc, describe) from None
 
 
-def invalid(exc: ValidationError, describe: Callable[[list[FieldError]], str]) -> Refused:
-    """The refusal of arguments a model found invalid: ``describe`` words the problems."""
-    errors = render.field_errors(exc)
+def invalid(
+    exc: ValidationError | InvalidInputError, describe: Callable[[list[FieldError]], str]
+) -> Refused:
+    """The refusal of arguments a model (or the repository) found invalid: ``describe`` words
+    the problems."""
+    if isinstance(exc, ValidationError):
+        errors = render.field_errors(exc)
+    else:
+        limit = texts.ERROR_MESSAGE_LENGTH
+        errors = [FieldError(f, render.quoted(m, limit)) for f, m in exc.problems]
     return _invalid_fields(describe(errors), errors)
 
 

@@ -1,7 +1,5 @@
-"""Domain models and errors in, the contract's texts out. Pure functions: no I/O, no rules.
-
-Every template comes from ``texts``; this module only chooses and fills them.
-"""
+"""Domain models and errors in, the contract's texts out. Pure functions: no I/O, no rules;
+every template comes from ``texts``, this module only chooses and fills them."""
 
 from __future__ import annotations
 
@@ -15,21 +13,19 @@ from pydantic import ValidationError
 
 from .. import validation
 from ..documents import agent_document, dumps
-from ..errors import VersionConflictError
+from ..errors import AgentStoreError
 from ..models import (
     SORT_DESCRIPTIONS,
     STRATA,
     UPDATABLE_FIELDS,
     Agent,
-    ExecutionHistory,
-    ExecutionRecord,
-    ExecutionStats,
     SearchQuery,
     as_utc,
     truncate,
 )
 from ..validation import FieldError
 from . import texts
+from .bounds import fitting, json_cut
 
 # --------------------------------------------------------------------------------------------------
 # Small formatting helpers
@@ -83,10 +79,6 @@ def percent(part: int, whole: int) -> str:
 
 def seconds(value: float) -> str:
     return f"{value:.1f}s"
-
-
-def _calls(count: int) -> str:
-    return f"{count} call" if count == 1 else f"{count} calls"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -153,39 +145,42 @@ def not_found(
     *,
     heading: str = texts.NOT_FOUND,
     empty_closing: str = texts.NO_AGENTS_YET,
+    total: int | None = None,
+    calls: texts.Calls = texts.TOOL_CALLS,
 ) -> str:
-    """The agent is missing: list the ones that exist (sorted), or say there are none."""
+    """The agent is missing: list the ones that exist (the first by name, ``total`` in all:
+    ``available`` may hold only the first), or say there are none.
+
+    ``closing`` and ``empty_closing`` are templates of ``texts`` that may take ``calls``' fragments.
+    """
     head = heading.format(name=name)
+    fragments = calls.fill(name)
     if not available:
-        return f"{head}\n\n{empty_closing}"
+        return f"{head}\n\n{empty_closing.format(**fragments)}"
+    count = max(len(available), total or 0)
     shown = available[: texts.NOT_FOUND_NAMES_SHOWN]
     lines = [texts.AVAILABLE_AGENT_LINE.format(name=n) for n in shown]
-    if len(available) > len(shown):
-        lines.append(texts.MORE_AGENTS_LINE.format(count=len(available) - len(shown)))
-    listing = texts.AVAILABLE_AGENTS.format(count=len(available), names="\n".join(lines))
-    return f"{head}\n\n{listing}\n\n{closing}"
+    if count > len(shown):
+        lines.append(texts.MORE_AGENTS_LINE.format(count=count - len(shown), **fragments))
+    listing = texts.AVAILABLE_AGENTS.format(count=count, names="\n".join(lines))
+    return f"{head}\n\n{listing}\n\n{closing.format(**fragments)}"
 
 
-def already_exists(name: str) -> str:
-    return texts.ALREADY_EXISTS.format(name=name)
+def already_exists(name: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
+    return texts.ALREADY_EXISTS.format(name=name, **calls.fill(name))
 
 
-def clone_target_exists(name: str) -> str:
-    return texts.CLONE_TARGET_EXISTS.format(name=name)
+def clone_target_exists(name: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
+    return texts.CLONE_TARGET_EXISTS.format(name=name, **calls.fill(name))
 
 
-def no_changes(name: str) -> str:
-    return texts.NO_CHANGES.format(name=name)
+def no_changes(name: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
+    return texts.NO_CHANGES.format(name=name, **calls.fill(name))
 
 
-def version_conflict(error: VersionConflictError) -> str:
-    return texts.VERSION_CONFLICT.format(
-        name=error.name, expected=error.expected, actual=error.actual
-    )
-
-
-def store_error(error: Exception) -> str:
-    return texts.STORE_ERROR.format(reason=quoted(str(error), texts.ERROR_MESSAGE_LENGTH))
+def store_error(error: AgentStoreError) -> str:
+    template = texts.STORE_ERROR if error.transient else texts.STORE_ERROR_LASTING
+    return template.format(reason=quoted(str(error), texts.ERROR_MESSAGE_LENGTH))
 
 
 def agents_extra_missing(name: str, error: ImportError) -> str:
@@ -197,8 +192,9 @@ def agents_extra_missing(name: str, error: ImportError) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def created(agent: Agent, location: str) -> str:
+def created(agent: Agent, location: str, calls: texts.Calls = texts.TOOL_CALLS) -> str:
     return texts.CREATED.format(
+        **calls.fill(agent.name),
         name=agent.name,
         description=agent.description,
         tools=listed(agent.tools),
@@ -233,48 +229,27 @@ def available_tools() -> str:
 
 
 def agent_config(agent: Agent) -> str:
-    return texts.AGENT_CONFIG.format(
+    """The configuration; a system prompt longer than the bound is shown cut, with a note."""
+    document = agent_document(agent)
+    cut = json_cut(agent.system_prompt, texts.PROMPT_SHOWN_LENGTH)
+    if cut is not None:
+        document["system_prompt"] = cut
+    text = texts.AGENT_CONFIG.format(
         name=agent.name,
         tools=listed(agent.tools),
         stratum=agent.stratum or texts.NONE,
         model=agent.model,
-        document=dumps(agent_document(agent)).rstrip("\n"),
+        document=dumps(document).rstrip("\n"),
     )
+    if cut is None:
+        return text
+    note = texts.PROMPT_CUT_NOTE.format(length=f"{len(agent.system_prompt):,}")
+    return f"{text}\n\n{note}"
 
 
 def stratum_label(stratum: str | None) -> str:
     """The group an agent is listed under: its stratum, or ``UNCLASSIFIED``."""
     return stratum if stratum is not None and stratum in STRATA else texts.UNCLASSIFIED
-
-
-def group_by_stratum(agents: Iterable[Agent]) -> dict[str, list[Agent]]:
-    """Agents by stratum label: strata in the contract's order, ``UNCLASSIFIED`` last, no empty."""
-    groups: dict[str, list[Agent]] = {label: [] for label in (*STRATA, texts.UNCLASSIFIED)}
-    for agent in agents:
-        groups[stratum_label(agent.stratum)].append(agent)
-    return {label: members for label, members in groups.items() if members}
-
-
-def agent_list(agents: Sequence[Agent]) -> str:
-    if not agents:
-        return texts.NO_AGENTS
-    groups = (
-        texts.AGENT_GROUP.format(
-            label=label,
-            count=len(members),
-            entries="\n\n".join(
-                texts.AGENT_LIST_ENTRY.format(
-                    name=a.name,
-                    description=a.description,
-                    tools=listed(a.tools),
-                    created=display_time(a.metadata.created_at),
-                )
-                for a in members
-            ),
-        )
-        for label, members in group_by_stratum(agents).items()
-    )
-    return texts.AGENT_LIST.format(groups="\n\n".join(groups), total=len(agents))
 
 
 def _change_value(value: object) -> str:
@@ -330,7 +305,9 @@ def _targets(heading: str, name: str, places: Places, *, history: bool, kept: bo
     )
 
 
-def delete_preview(agent: Agent, places: Places, *, delete_history: bool) -> str:
+def delete_preview(
+    agent: Agent, places: Places, *, delete_history: bool, calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     meta = agent.metadata
     targets = _targets(
         places.wording.to_delete,
@@ -350,29 +327,41 @@ def delete_preview(agent: Agent, places: Places, *, delete_history: bool) -> str
         successes=meta.success_count,
         errors=meta.error_count,
         targets=targets,
-        keep_history="" if delete_history else texts.KEEP_HISTORY_ARGUMENT,
+        confirm_delete=calls.fill(agent.name, keep_history=not delete_history)["confirm_delete"],
     )
 
 
-def deleted(name: str, places: Places, *, delete_history: bool) -> str:
+def deleted(
+    name: str, places: Places, *, delete_history: bool, calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     heading = places.wording.deleted
     if delete_history:
         targets = _targets(heading, name, places, history=True, kept=False)
-        return texts.DELETED.format(name=name, targets=targets)
+        return texts.DELETED.format(name=name, targets=targets, **calls.fill(name))
     targets = _targets(heading, name, places, history=False, kept=True)
     return texts.DELETED_KEEPING_HISTORY.format(
         name=name, targets=targets, note=places.wording.note
     )
 
 
-def delete_not_found(name: str, available: Sequence[str], places: Places) -> str:
+def delete_not_found(
+    name: str,
+    available: Sequence[str],
+    total: int,
+    places: Places,
+    calls: texts.Calls = texts.TOOL_CALLS,
+) -> str:
     nothing = places.wording.nothing_deleted
-    return not_found(name, available, nothing, empty_closing=f"{texts.NO_AGENTS_YET}\n\n{nothing}")
+    empty = f"{texts.NO_AGENTS_YET}\n\n{nothing}"
+    return not_found(name, available, nothing, empty_closing=empty, total=total, calls=calls)
 
 
-def cloned(source: Agent, clone: Agent, location: str) -> str:
+def cloned(
+    source: Agent, clone: Agent, location: str, calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     meta = clone.metadata
     return texts.CLONED.format(
+        **calls.fill(clone.name),
         source=source.name,
         source_version=source.metadata.version,
         name=clone.name,
@@ -425,76 +414,42 @@ def _executions(agent: Agent) -> str:
     return texts.EXECUTIONS_WITH_RATE.format(count=meta.execution_count, rate=rate)
 
 
-def search_results(query: SearchQuery, agents: Sequence[Agent]) -> str:
-    entries = "\n\n".join(
-        texts.SEARCH_RESULT.format(
-            rank=rank,
-            name=a.name,
-            description=a.description,
-            stratum=a.stratum or texts.NONE,
-            tools=listed(a.tools),
-            tags=listed(a.tags),
-            executions=_executions(a),
-            created=display_time(a.metadata.created_at),
-            updated=display_time(a.metadata.updated_at),
-        )
-        for rank, a in enumerate(agents, 1)
+def search_results(
+    query: SearchQuery, agents: Sequence[Agent], calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
+    """The results, as many as fit the budget (the rest summarised in one line)."""
+    entries = fitting(
+        (
+            texts.SEARCH_RESULT.format(
+                rank=rank,
+                name=a.name,
+                description=a.description,
+                stratum=a.stratum or texts.NONE,
+                tools=listed(a.tools),
+                tags=listed(a.tags),
+                executions=_executions(a),
+                created=display_time(a.metadata.created_at),
+                updated=display_time(a.metadata.updated_at),
+            )
+            for rank, a in enumerate(agents, 1)
+        ),
+        texts.ENTRIES_BUDGET,
     )
+    if len(entries) < len(agents):
+        more = len(agents) - len(entries)
+        entries.append(texts.SEARCH_MORE_LINE.format(count=more, shown=len(entries)))
     header = _search_header(query, len(agents), sorted_results=True)
-    return f"{header}\n\n{texts.THIN_RULE}\n{entries}\n\n{texts.SEARCH_RESULTS_FOOTER}"
+    body = "\n\n".join(entries)
+    footer = texts.SEARCH_RESULTS_FOOTER.format(**calls.fill())
+    return f"{header}\n\n{texts.THIN_RULE}\n{body}\n\n{footer}"
 
 
-def no_search_results(query: SearchQuery, counts: Mapping[str | None, int]) -> str:
+def no_search_results(
+    query: SearchQuery, counts: Mapping[str | None, int], calls: texts.Calls = texts.TOOL_CALLS
+) -> str:
     lines = "\n".join(
         texts.STRATUM_COUNT_LINE.format(label=stratum_label(stratum), count=count)
         for stratum, count in counts.items()
     )
     header = _search_header(query, 0, sorted_results=False)
-    return f"{header}\n\n{texts.SEARCH_NO_RESULTS.format(counts=lines)}"
-
-
-# --------------------------------------------------------------------------------------------------
-# get_agent_history
-# --------------------------------------------------------------------------------------------------
-
-
-def _history_entry(rank: int, record: ExecutionRecord) -> str:
-    fields = {
-        "rank": rank,
-        "timestamp": record_time(record.timestamp),
-        "duration": seconds(record.duration_seconds),
-        "task": one_line(record.task),
-        "calls": _calls(record.tool_calls_count),
-    }
-    if record.success:
-        return texts.HISTORY_SUCCESS_ENTRY.format(result=one_line(record.result_summary), **fields)
-    summary = one_line(record.result_summary)
-    error = f"{record.error_type} - {summary}" if record.error_type else summary
-    return texts.HISTORY_ERROR_ENTRY.format(error=error, **fields)
-
-
-def history(
-    history: ExecutionHistory, stats: ExecutionStats, location: str, *, errors_only: bool
-) -> str:
-    header = texts.HISTORY_HEADER.format(name=history.agent_name)
-    if not stats.total_executions and not history.executions:
-        return f"{header}\n\n{texts.NO_HISTORY.format(name=history.agent_name)}"
-    average = stats.average_duration_seconds
-    statistics = texts.HISTORY_STATISTICS.format(
-        total=stats.total_executions,
-        rate=percent(stats.success_count, stats.total_executions) if stats.total_executions else 0,
-        successes=stats.success_count,
-        average=texts.NONE if average is None else seconds(average),
-        last_executed=display_time(stats.last_executed_at),
-    )
-    records = history.executions
-    if errors_only and not records:
-        body = texts.HISTORY_NO_ERRORS
-    else:
-        recent = texts.HISTORY_RECENT_ERRORS if errors_only else texts.HISTORY_RECENT
-        total = stats.error_count if errors_only else stats.total_executions
-        entries = "\n\n".join(_history_entry(rank, r) for rank, r in enumerate(records, 1))
-        heading = recent.format(shown=len(records), total=total)
-        body = f"{heading}\n{texts.THIN_RULE}\n\n{entries}"
-    footer = texts.HISTORY_FOOTER.format(location=location)
-    return f"{header}\n\n{statistics}\n\n{body}\n\n{footer}"
+    return f"{header}\n\n{texts.SEARCH_NO_RESULTS.format(counts=lines, **calls.fill())}"

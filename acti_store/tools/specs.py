@@ -10,7 +10,9 @@ option help) read the same declarations.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import importlib
 import inspect
 import operator
 from collections.abc import Awaitable, Callable, Mapping
@@ -25,6 +27,20 @@ from ..repository import AgentRepository
 from . import render, schemas
 from .builder import BuilderTools
 from .outcomes import Result
+
+#: What LangChain imports on the first call of any tool (its tracing callbacks): imported with the
+#: tools, so that the first ``ainvoke`` does not spend tens of ms importing on the event loop.
+FIRST_CALL_IMPORTS: Final = (
+    "langchain_core.tracers.context",
+    "langchain_core.tracers.langchain",
+    "langchain_core.tracers.run_collector",
+    "langchain_core.tracers.stdout",
+    "langsmith.run_helpers",
+    "tenacity.asyncio",
+)
+for _module in FIRST_CALL_IMPORTS:
+    with contextlib.suppress(ImportError):  # private modules of a dependency may move
+        importlib.import_module(_module)
 
 AsyncVariant = Callable[..., Awaitable[str]]
 """A tool as the contract's ``*_async`` function: the tool's text, the event loop kept free."""

@@ -34,6 +34,13 @@ CHANGE_PREVIEW_LENGTH: Final = 40
 QUOTED_VALUE_LENGTH: Final = 80
 #: Longest single validation message line.
 ERROR_MESSAGE_LENGTH: Final = 300
+#: How many agents list_created_agents shows per stratum before summarising the rest.
+LIST_AGENTS_PER_STRATUM: Final = 20
+#: Most characters of entries in one text about many agents or records: search results and
+#: history records stop before passing it; list_created_agents shares it among its groups.
+ENTRIES_BUDGET: Final = 24_000
+#: Most characters of JSON get_agent_config shows of a system prompt (the artifact has it all).
+PROMPT_SHOWN_LENGTH: Final = 20_000
 
 
 def _bullets(lines: Iterable[str]) -> str:
@@ -42,6 +49,130 @@ def _bullets(lines: Iterable[str]) -> str:
 
 #: The strata with their meanings, one bullet each (error texts, tool descriptions, the prompt).
 STRATA_LINES: Final = _bullets(f"{code}: {meaning}" for code, meaning in STRATA.items())
+
+
+# --------------------------------------------------------------------------------------------------
+# How a text names the next step: a tool call for the model, a command for a person
+# --------------------------------------------------------------------------------------------------
+
+
+class Calls(NamedTuple):
+    """The "how to call it" fragments the templates take: one table per kind of reader.
+
+    Each fragment is a template of its own: ``{name}`` is the agent's name (validated snake_case)
+    ``{keep_history}`` the ``keep_history`` fragment or nothing, ``{stratum}`` a stratum to search
+    (the list's "and N more" lines). ``fill`` formats them all, and
+    the templates below take the result as arguments (``{show}``, ``{create}``, ...).
+    """
+
+    show: str
+    show_any: str
+    create: str
+    update: str
+    update_example: str
+    updatable: str
+    delete: str
+    confirm_delete: str
+    keep_history: str
+    clone: str
+    source_parameter: str
+    execute: str
+    execute_example: str
+    runtime: str
+    search: str
+    search_stratum: str
+    list: str
+    first_agent: str
+
+    def fill(
+        self, name: str = "", *, keep_history: bool = False, stratum: str = ""
+    ) -> dict[str, str]:
+        """Every fragment with ``name`` (and the keep-history fragment if asked) filled in."""
+        values = {
+            "name": name,
+            "keep_history": self.keep_history if keep_history else "",
+            "stratum": stratum,
+        }
+        return {field: getattr(self, field).format(**values) for field in self._fields}
+
+
+#: The builder tools' wording (the contract's): calls of the tools, for the model.
+TOOL_CALLS: Final = Calls(
+    show="get_agent_config('{name}')",
+    show_any="get_agent_config('<name>')",
+    create="create_agent_config()",
+    update="update_agent_config('{name}', ...)",
+    update_example="update_agent_config('{name}', description='New description')",
+    updatable="At least one of the following parameters must be provided:\n"
+    + _bullets(UPDATABLE_FIELDS),
+    delete="delete_agent_config('{name}', confirm=True)",
+    confirm_delete="To confirm deletion, call:\n  delete_agent_config('{name}', confirm=True"
+    "{keep_history})",
+    keep_history=", delete_history=False",
+    clone="clone_agent_config('source', 'new_unique_name')",
+    source_parameter="the source_name parameter",
+    execute="execute_created_agent('{name}', ...)",
+    execute_example="execute_created_agent('{name}', 'Your test task here')",
+    runtime="The agent can be instantiated with MCP tools using the FastAPI backend",
+    search="search_agents()",
+    search_stratum='search_agents(stratum="{stratum}")',
+    list="list_created_agents()",
+    first_agent="""To create your first agent:
+  1. Call list_available_tools() to see available tool options
+  2. Call create_agent_config() with the agent's details
+
+Example:
+  create_agent_config(
+    name='my_first_agent',
+    description='A helpful agent that...',
+    system_prompt='You are...',
+    tools=['websearch'],
+    stratum='RTI'
+  )""",
+)
+
+#: The wording of ``acti-store``: the commands a person runs (names are snake_case: no quoting).
+CLI_CALLS: Final = Calls(
+    show="acti-store show {name}",
+    show_any="acti-store show NAME",
+    create="acti-store create FILE",
+    update="acti-store update {name} ...",
+    update_example='acti-store update {name} --description "New description"',
+    updatable="At least one of the following options must be given:\n"
+    + _bullets(
+        (
+            "--description",
+            "--system-prompt",
+            "--tools",
+            "--model",
+            "--stratum",
+            "--add-tag",
+            "--remove-tag",
+        )
+    ),
+    delete="acti-store delete {name} --yes",
+    confirm_delete="To confirm deletion, run:\n  acti-store delete {name}{keep_history} --yes",
+    keep_history=" --keep-history",
+    clone="acti-store clone SOURCE NEW_NAME",
+    source_parameter="SOURCE",
+    execute='acti-store run {name} "TASK"',
+    execute_example='acti-store run {name} "Your test task here"',
+    runtime='Run it with its MCP tools: acti-store run {name} "TASK"',
+    search="acti-store search",
+    search_stratum="acti-store search --stratum {stratum}",
+    list="acti-store list",
+    first_agent="""To create your first agent, write its configuration to a JSON file (an exported
+{{name}}.json works too) and run: acti-store create FILE
+
+Example my_first_agent.json:
+  {{
+    "name": "my_first_agent",
+    "description": "Researches topics on the web",
+    "system_prompt": "You are a research assistant. Search the web and answer with sources.",
+    "tools": ["websearch"],
+    "stratum": "RTI"
+  }}""",
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -54,12 +185,11 @@ NOT_FOUND: Final = "ERROR: Agent '{name}' not found."
 SOURCE_NOT_FOUND: Final = "ERROR: Source agent '{name}' not found."
 AVAILABLE_AGENTS: Final = "Available agents ({count}):\n{names}"
 AVAILABLE_AGENT_LINE: Final = "  - {name}"
-MORE_AGENTS_LINE: Final = "  ... and {count} more (use search_agents() to find one)"
-NO_AGENTS_YET: Final = "No agents have been created yet. Use create_agent_config() to create one."
-USE_NAMES_OR_CREATE: Final = (
-    "Use one of the names above, or create a new agent with create_agent_config()."
-)
-USE_NAMES_AS_SOURCE: Final = "Use one of the names above as the source_name parameter."
+MORE_AGENTS_LINE: Final = "  ... and {count} more (use {search} to find one)"
+MORE_IN_STRATUM_LINE: Final = "  ... and {count} more (use {search_stratum} to see them)"
+NO_AGENTS_YET: Final = "No agents have been created yet. Use {create} to create one."
+USE_NAMES_OR_CREATE: Final = "Use one of the names above, or create a new agent with {create}."
+USE_NAMES_AS_SOURCE: Final = "Use one of the names above as {source_parameter}."
 USE_NAMES: Final = "Use one of the names above."
 
 INVALID_NAME: Final = f"""ERROR: Invalid {{parameter}} '{{value}}'.
@@ -87,11 +217,21 @@ Please fix the issues and try again."""
 
 NOT_UNICODE: Final = "text must be valid Unicode (it contains a lone surrogate)"
 
+#: A store error trying again can help with (a lock, a lost connection, a conflict).
 STORE_ERROR: Final = """ERROR: The agent store could not complete the request.
 
 Reason: {reason}
 
-Nothing was changed. Try again in a moment; if it keeps failing, report the reason to the user."""
+Nothing was changed. This is temporary: try again in a moment; if it keeps failing, report the \
+reason to the user."""
+
+#: A store error that lasts (a corrupt or read-only file, a full disk, no permission, ...).
+STORE_ERROR_LASTING: Final = """ERROR: The agent store could not complete the request.
+
+Reason: {reason}
+
+Nothing was changed. Trying again will not help: the store itself needs attention. Tell the \
+user the reason above; do not retry this request until it is fixed."""
 
 AGENTS_EXTRA_MISSING: Final = (
     "ERROR: Cannot execute agent '{name}' - the agent runtime is not installed.\n\n"
@@ -115,8 +255,8 @@ Agent Summary:
 Saved to: {location}
 
 Next steps:
-  - Use get_agent_config('{name}') to review the full configuration
-  - The agent can be instantiated with MCP tools using the FastAPI backend"""
+  - Use {show} to review the full configuration
+  - {runtime}"""
 
 CONFIG_REQUIREMENTS: Final = _bullets(
     [
@@ -148,9 +288,9 @@ ALREADY_EXISTS: Final = """ERROR: Agent '{name}' already exists.
 
 Options:
   1. Choose a different name
-  2. Review the existing agent: get_agent_config('{name}')
-  3. Update the existing agent: update_agent_config('{name}', ...)
-  4. Delete the existing agent first: delete_agent_config('{name}', confirm=True)"""
+  2. Review the existing agent: {show}
+  3. Update the existing agent: {update}
+  4. Delete the existing agent first: {delete}"""
 
 # --------------------------------------------------------------------------------------------------
 # list_available_tools
@@ -308,7 +448,7 @@ AGENT_LIST: Final = f"""Created Agents
 {RULE}
 Total: {{total}} agent(s)
 
-Use get_agent_config('<name>') to see full configuration details."""
+Use {{show_any}} to see full configuration details."""
 
 AGENT_GROUP: Final = f"""[{{label}}] ({{count}} agent(s))
 {THIN_RULE}
@@ -319,20 +459,13 @@ AGENT_LIST_ENTRY: Final = """  {name}
     Tools: {tools}
     Created: {created}"""
 
+PROMPT_CUT_NOTE: Final = (
+    "Note: the system_prompt has {length} characters; only its beginning is shown above."
+)
+
 NO_AGENTS: Final = """No agents have been created yet.
 
-To create your first agent:
-  1. Call list_available_tools() to see available tool options
-  2. Call create_agent_config() with the agent's details
-
-Example:
-  create_agent_config(
-    name='my_first_agent',
-    description='A helpful agent that...',
-    system_prompt='You are...',
-    tools=['websearch'],
-    stratum='RTI'
-  )"""
+{first_agent}"""
 
 # --------------------------------------------------------------------------------------------------
 # update_agent_config
@@ -356,13 +489,12 @@ Saved to: {location}"""
 CHANGE_LINE: Final = "  - {field}: {old} -> {new}"
 NO_VALUE_CHANGED: Final = "  - none: every value given equals the current one"
 
-NO_CHANGES: Final = f"""ERROR: No changes specified for agent '{{name}}'.
+NO_CHANGES: Final = """ERROR: No changes specified for agent '{name}'.
 
-At least one of the following parameters must be provided:
-{_bullets(UPDATABLE_FIELDS)}
+{updatable}
 
 Example:
-  update_agent_config('{{name}}', description='New description')"""
+  {update_example}"""
 
 UPDATE_INVALID: Final = """ERROR: Update validation failed for agent '{name}'.
 
@@ -370,12 +502,6 @@ Validation errors:
 {errors}
 
 The agent was NOT modified. Please fix the issues and try again."""
-
-VERSION_CONFLICT: Final = """ERROR: Agent '{name}' was modified by someone else while this update \
-was being applied (expected version {expected}, found version {actual}).
-
-The agent was NOT modified. Use get_agent_config('{name}') to see the current configuration, then \
-apply your changes again."""
 
 # --------------------------------------------------------------------------------------------------
 # delete_agent_config
@@ -393,8 +519,7 @@ Agent Details:
 
 {targets}
 
-To confirm deletion, call:
-  delete_agent_config('{name}', confirm=True{keep_history})"""
+{confirm_delete}"""
 
 KEEP_HISTORY_ARGUMENT: Final = ", delete_history=False"
 
@@ -402,7 +527,7 @@ DELETED: Final = """SUCCESS: Agent '{name}' has been permanently deleted.
 
 {targets}
 
-This action cannot be undone. To recreate the agent, use create_agent_config()."""
+This action cannot be undone. To recreate the agent, use {create}."""
 
 DELETED_KEEPING_HISTORY: Final = """SUCCESS: Agent '{name}' configuration deleted.
 
@@ -472,15 +597,15 @@ Metadata reset:
 Saved to: {location}
 
 Next steps:
-  - Use update_agent_config('{name}', ...) to customize
-  - Use execute_created_agent('{name}', ...) to test"""
+  - Use {update} to customize
+  - Use {execute} to test"""
 
 CLONE_TARGET_EXISTS: Final = """ERROR: Cannot clone to '{name}' - agent already exists.
 
 Options:
-  1. Choose a different name: clone_agent_config('source', 'new_unique_name')
-  2. Delete existing agent first: delete_agent_config('{name}', confirm=True)
-  3. Update existing agent: update_agent_config('{name}', ...)"""
+  1. Choose a different name: {clone}
+  2. Delete existing agent first: {delete}
+  3. Update existing agent: {update}"""
 
 CLONE_INVALID: Final = """ERROR: Cannot clone '{source}' to '{name}' - validation failed.
 
@@ -509,18 +634,22 @@ SEARCH_RESULT: Final = """{rank}. {name}
    Last Updated: {updated}"""
 
 SEARCH_RESULTS_FOOTER: Final = f"""{RULE}
-Use get_agent_config('<name>') for full details."""
+Use {{show_any}} for full details."""
 
 SEARCH_NO_RESULTS: Final = """No agents match the search criteria.
 
 Suggestions:
   - Broaden your search by removing filters
-  - Use list_created_agents() to see all agents
-  - Create a new agent with create_agent_config()
+  - Use {list} to see all agents
+  - Create a new agent with {create}
 
 Current agents by stratum:
 {counts}"""
 
+SEARCH_MORE_LINE: Final = (
+    "... and {count} more result(s) not shown (this text has room for {shown}): "
+    "lower the limit or narrow the search to see them."
+)
 STRATUM_COUNT_LINE: Final = "  - {label}: {count} agent(s)"
 EXECUTIONS_WITH_RATE: Final = "{count} ({rate}% success rate)"
 
@@ -538,6 +667,9 @@ HISTORY_STATISTICS: Final = """Statistics:
 
 HISTORY_RECENT: Final = "Recent Executions (showing {shown} of {total}):"
 HISTORY_RECENT_ERRORS: Final = "Recent Failed Executions (showing {shown} of {total} errors):"
+HISTORY_MORE_LINE: Final = (
+    "... and {count} older record(s) not shown (this text has room for {shown})."
+)
 HISTORY_NO_ERRORS: Final = "No failed executions found."
 
 HISTORY_SUCCESS_ENTRY: Final = """{rank}. [SUCCESS] {timestamp} ({duration})
@@ -556,4 +688,4 @@ Full history stored in: {{location}}"""
 NO_HISTORY: Final = """No execution history found.
 
 This agent has not been executed yet. To test it:
-  execute_created_agent('{name}', 'Your test task here')"""
+  {execute_example}"""

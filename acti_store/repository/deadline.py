@@ -1,0 +1,58 @@
+"""One deadline for a write: its lock waits and its retries together end after ``lock_timeout``.
+
+A write waits for a lock another writer holds (SQLite's busy timeout, PostgreSQL's
+``lock_timeout``) and is tried again after a lock timeout, a serialization failure or a deadlock.
+Each attempt may wait only for the time left, and no attempt starts after the deadline, so a call
+fails within ``lock_timeout`` (plus the time its last statement takes), never ``attempts x
+timeout``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+from ..dberrors import is_lock_wait, is_retryable, locked_out, translated
+from ..errors import StoreUnavailableError
+
+T = TypeVar("T")
+
+#: First pause between two attempts (seconds); it doubles up to ``RETRY_PAUSE_MAX``.
+RETRY_PAUSE: Final = 0.01
+RETRY_PAUSE_MAX: Final = 0.5
+
+
+def within_deadline(
+    attempt: Callable[[float | None], T],
+    *,
+    lock_timeout: float,
+    dbapi: Any,
+    name: str | None = None,
+) -> T:
+    """Run ``attempt(lock_wait)`` until it succeeds, fails for good, or the deadline passes.
+
+    ``lock_wait`` is None for the first attempt (the connection's own wait: the whole
+    ``lock_timeout``), else the seconds left. Driver errors come out translated
+    (``acti_store.dberrors``); a lock that never came free is reported as such, with the time
+    waited.
+    """
+    start = time.monotonic()
+    deadline = start + lock_timeout
+    pause = RETRY_PAUSE
+    lock_wait: float | None = None
+    while True:
+        try:
+            return attempt(lock_wait)
+        except Exception as exc:
+            error = translated(exc, dbapi, name)
+            if error is None:
+                raise
+            if not isinstance(error, StoreUnavailableError) or not is_retryable(exc):
+                raise error from exc
+            now = time.monotonic()
+            if now + pause >= deadline:
+                raise (locked_out(now - start) if is_lock_wait(exc) else error) from exc
+        time.sleep(pause)
+        pause = min(pause * 2, RETRY_PAUSE_MAX)
+        lock_wait = deadline - time.monotonic()

@@ -1,0 +1,58 @@
+"""The update path: one agent's partial update, inside the write transaction that locked it.
+
+``SqlAgentRepository.update_returning_previous`` locates and locks the row, then calls
+``apply_update``; the version check, the merged validation, the UPDATE and the tags are here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..errors import VersionConflictError
+from ..models import Agent, trusted
+from ..sqlexec import Cursor
+from ..validation import quoted
+from .interface import UpdateResult, checked_config
+from .statements import DELETE_TAGS, ID, INSERT_TAG, agent_from_row, config_values, update_statement
+
+
+def apply_update(
+    cursor: Cursor,
+    row: Sequence[Any],
+    fields: dict[str, Any],
+    expected_version: int | None,
+    now: Callable[[], datetime],
+) -> UpdateResult:
+    """Apply ``fields`` to the agent of the locked ``row`` and bump its version.
+
+    Raises ``VersionConflictError`` when ``expected_version`` is given and the stored version
+    differs, ``InvalidAgentError`` when the merged configuration breaks a rule.
+    """
+    current = agent_from_row(row)
+    name = current.name
+    version = current.metadata.version
+    if expected_version is not None and version != expected_version:
+        raise VersionConflictError(name, expected_version, version)
+    # Validate the merged result with the same model as create: one set of rules.
+    merged = checked_config(dict(current.config) | fields, f"update of agent {quoted(name)}")
+    meta = current.metadata.model_copy(update={"updated_at": now(), "version": version + 1})
+    values = config_values(merged) | {
+        "updated_at": meta.updated_at,
+        "version": meta.version,
+        "where_id": row[ID],
+        "where_version": version,
+    }
+    changed = cursor.execute(update_statement(fields), values)
+    # Exactly one row, always: the caller locked it (FOR UPDATE; on SQLite the write lock came
+    # with BEGIN IMMEDIATE), so its version is still the one read above. The version condition
+    # stays in the UPDATE so that, were that ever not so, the write would fail here instead of
+    # overwriting a concurrent update.
+    if changed != 1:
+        raise AssertionError(f"update of locked agent {name!r} changed {changed} rows")
+    if "tags" in fields:
+        cursor.execute(DELETE_TAGS, {"agent_id": row[ID]})
+        if merged.tags:
+            cursor.executemany(INSERT_TAG, [{"agent_id": row[ID], "tag": t} for t in merged.tags])
+    return UpdateResult(current, trusted(Agent, **dict(merged), metadata=meta))

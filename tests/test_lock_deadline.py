@@ -1,0 +1,134 @@
+"""One deadline for a locked store: a write blocked by another process holding the lock fails
+within ``lock_timeout`` (its lock waits and retries together), saying the store was locked, and
+succeeds when the lock comes free in time. SQLite: the other process holds ``BEGIN IMMEDIATE``;
+PostgreSQL: it holds the agent's row lock (``SELECT ... FOR UPDATE``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from conftest import make_config
+from sqlalchemy.engine import make_url
+
+from acti_store import ExecutionRecord, SqlAgentRepository, StoreUnavailableError, open_repository
+
+LOCK_TIMEOUT = 2.0
+#: How far past the deadline a failing call may end: 10 %.
+SLACK = 0.1 * LOCK_TIMEOUT
+NAME = "lead_qualifier"
+
+#: Holds the write lock of the store for ``hold`` seconds, printing "locked" once it has it.
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    url, name, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    if url.startswith("postgresql"):
+        import psycopg
+        connection = psycopg.connect(url)
+        connection.execute("SELECT 1 FROM agents WHERE name = %s FOR UPDATE", (name,))
+    else:
+        import sqlite3
+        connection = sqlite3.connect(url, isolation_level=None)
+        connection.execute("BEGIN IMMEDIATE")
+    print("locked", flush=True)
+    time.sleep(hold)
+    connection.rollback()
+    connection.close()
+    """
+)
+
+
+def _driver_url(store_url: str) -> str:
+    """The store as the holder's driver names it: a SQLite path, or a libpq URI."""
+    url = make_url(store_url)
+    if url.get_backend_name() == "sqlite":
+        return str(url.database)
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@contextmanager
+def lock_held(store_url: str, seconds: float) -> Iterator[subprocess.Popen[str]]:
+    """Another process holds the store's write lock (for the agent NAME) for ``seconds``."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, _driver_url(store_url), NAME, str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _run(repo: SqlAgentRepository) -> None:
+    repo.record_execution(
+        NAME,
+        ExecutionRecord(
+            timestamp=repo.now(), task="t", result_summary="r", success=True, duration_seconds=1
+        ),
+    )
+
+
+@pytest.fixture
+def locked_repo(store_url: str) -> Iterator[SqlAgentRepository]:
+    repo = open_repository(store_url, lock_timeout=LOCK_TIMEOUT)
+    repo.create(make_config(NAME))
+    try:
+        yield repo
+    finally:
+        repo.close()
+
+
+def test_lock_held_past_the_deadline_fails_within_it(
+    locked_repo: SqlAgentRepository, store_url: str
+) -> None:
+    with lock_held(store_url, seconds=LOCK_TIMEOUT * 4):
+        start = time.monotonic()
+        with pytest.raises(StoreUnavailableError) as raised:
+            _run(locked_repo)
+        elapsed = time.monotonic() - start
+
+    assert LOCK_TIMEOUT * 0.95 <= elapsed <= LOCK_TIMEOUT + SLACK, elapsed
+    assert raised.value.transient is True
+    assert str(raised.value).startswith("the store was locked by another writer for 2.")
+    assert str(raised.value).endswith(" s (the lock timeout); nothing was written")
+    assert locked_repo.get(NAME).metadata.execution_count == 0
+    _run(locked_repo)  # the lock is gone: the store works again
+    assert locked_repo.get(NAME).metadata.execution_count == 1
+
+
+def test_lock_released_within_the_deadline_lets_the_write_through(
+    locked_repo: SqlAgentRepository, store_url: str
+) -> None:
+    with lock_held(store_url, seconds=LOCK_TIMEOUT / 2):
+        start = time.monotonic()
+        _run(locked_repo)
+        elapsed = time.monotonic() - start
+
+    assert elapsed < LOCK_TIMEOUT, elapsed
+    assert locked_repo.get(NAME).metadata.execution_count == 1
+
+
+def test_lock_retry_keeps_the_connection_policy(
+    locked_repo: SqlAgentRepository, store_url: str
+) -> None:
+    """A call that gave up leaves the store's connections as they were: the next call waits up
+    to the whole ``lock_timeout`` again (SQLite's busy timeout is a setting of the connection)."""
+    with lock_held(store_url, seconds=LOCK_TIMEOUT * 4), pytest.raises(StoreUnavailableError):
+        _run(locked_repo)
+    with lock_held(store_url, seconds=LOCK_TIMEOUT * 0.75):
+        _run(locked_repo)
+    assert locked_repo.get(NAME).metadata.execution_count == 1
+
+
+def test_lock_timeout_must_be_positive(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match="lock_timeout"):
+        open_repository(f"sqlite:///{tmp_path / 'store.db'}", lock_timeout=0)
