@@ -12,6 +12,7 @@ from .errors import (
     ArgumentTypeError,
     ExportError,
     InvalidAgentError,
+    InvalidCursorError,
     InvalidInputError,
     MissingDriverError,
     NoChangesError,
@@ -32,7 +33,13 @@ from .models import (
     ExecutionStats,
     SearchQuery,
 )
-from .repository import AgentRepository, ImportItem, SqlAgentRepository, UpdateResult
+from .repository import (
+    AgentRepository,
+    ImportItem,
+    SearchPage,
+    SqlAgentRepository,
+    UpdateResult,
+)
 
 __all__ = [
     "Agent",
@@ -52,12 +59,14 @@ __all__ = [
     "ImportItem",
     "ImportReport",
     "InvalidAgentError",
+    "InvalidCursorError",
     "InvalidInputError",
     "JsonMirror",
     "MissingDriverError",
     "NoChangesError",
     "ReadOnlyStoreError",
     "SchemaVersionError",
+    "SearchPage",
     "SearchQuery",
     "SqlAgentRepository",
     "StoreUnavailableError",

@@ -39,6 +39,11 @@ LOCK_TIMEOUT_DEFAULT: Final = 30.0
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
 #: a 2 MB cache go to the operating system for every page.
 SQLITE_CACHE_KIB: Final = 16_000
+#: Size the WAL file is cut back to when SQLite starts it over after a checkpoint. A long reader
+#: (an export holds one snapshot from its first page to its last) stops checkpoints from resetting
+#: the WAL past its snapshot, so the WAL grows with every write made meanwhile; without a limit
+#: the file would keep that size on disk for good.
+SQLITE_WAL_SIZE_LIMIT: Final = 64 * 2**20
 #: How SQLite begins a transaction that reads (one snapshot) and one that writes: a writer takes
 #: the write lock up front, so concurrent writers queue on the busy timeout instead of failing
 #: with "database is locked" when a read lock would have to be upgraded. Both routes that begin
@@ -46,6 +51,11 @@ SQLITE_CACHE_KIB: Final = 16_000
 #: path on DBAPI connections.
 SQLITE_BEGIN_READ: Final = "BEGIN"
 SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
+#: The first statement of a PostgreSQL transaction that reads with several statements and must
+#: see one snapshot (an export, a history with its totals): READ COMMITTED, the default, gives
+#: each statement its own. A read-only REPEATABLE READ transaction never blocks writers and never
+#: fails on their account. Single-statement reads do without it (one round trip fewer).
+POSTGRES_BEGIN_SNAPSHOT: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
 #: The drivers acti_store runs on, by database (the driver part of ``dialect+driver://``).
@@ -127,6 +137,7 @@ def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     _enable_wal(cursor, lock_timeout)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+    cursor.execute(f"PRAGMA journal_size_limit = {SQLITE_WAL_SIZE_LIMIT}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
 

@@ -125,3 +125,23 @@ class ExportError(AgentStoreError, OSError):
         super().__init__(f"cannot export to {directory}: {reason}")
         self.directory = directory
         self.reason = reason
+
+
+class InvalidCursorError(InvalidInputError):
+    """A ``search_page`` cursor that is not the ``next_cursor`` of a page of the same query."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            "search cursor",
+            [
+                (
+                    "cursor",
+                    f"{reason}; pass the next_cursor of the previous page of the same query, "
+                    "or None for the first page",
+                )
+            ],
+        )
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[object, ...]:  # rebuilt from its reason across processes
+        return (type(self), (self.reason,))

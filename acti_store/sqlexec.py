@@ -316,6 +316,17 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 Connections = PooledConnections | KeptConnections
 
 
+def roll_back(connections: Connections, connection: Any) -> None:
+    """Roll back after a failure (or a read) and give the connection back; one that cannot even
+    do that is closed, not reused."""
+    try:
+        connection.rollback()
+    except Exception:
+        connections.discard(connection)
+    else:
+        connections.give(connection)
+
+
 def connections_for(engine: Engine) -> Connections:
     """Kept connections for a SQLite file (its engine has a ``QueuePool``), else the pool."""
     if engine.dialect.name == "sqlite" and isinstance(engine.pool, QueuePool):

@@ -90,6 +90,14 @@ def test_counters_pass_the_32_bit_limit_and_round_trip(
     meta = repo.get(NAME).metadata
     assert (meta.version, meta.execution_count, meta.error_count) == (INT32_MAX + 2,) * 2 + (2,)
 
+    # search_page's cursor holds a 64-bit count: the page after it is found.
+    repo.create(make_config("never_ran"))
+    query = SearchQuery(sort_by="execution_count", limit=1)
+    first = repo.search_page(query)
+    assert [a.name for a in first.agents] == [NAME] and first.next_cursor is not None
+    after = repo.search_page(query, first.next_cursor)
+    assert [a.name for a in after.agents] == ["never_ran"] and after.total == 2
+
 
 def test_the_models_take_64_bit_counters_and_32_bit_tool_calls() -> None:
     at = datetime(2025, 1, 9, tzinfo=UTC)

@@ -13,6 +13,7 @@ cannot even enter. As another user they run the CLI as is.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -139,7 +140,12 @@ def test_read_only_on_a_missing_file_creates_nothing(tmp_path: Path) -> None:
 
 def unprivileged(*argv: str) -> subprocess.CompletedProcess[str]:
     """Run ``acti-store argv`` in a process that file permissions apply to."""
-    command = [sys.executable, "-m", "acti_store", *argv]
+    return unprivileged_python("-m", "acti_store", *argv)
+
+
+def unprivileged_python(*argv: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python argv`` in a process that file permissions apply to."""
+    command = [sys.executable, *argv]
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
@@ -203,6 +209,46 @@ def test_a_store_in_a_read_only_folder_can_be_read(locked_folder: Path, tmp_path
     assert "Total: 3 agent(s)" in listing and '"name": "lead_qualifier"' in show
     assert "1. lead_qualifier" in search and "Qualify John" in history
     assert "Exported 3 agent(s) and 1 history file(s)" in export
+    assert sorted(os.listdir(locked_folder)) == ["store.db"]  # no side file, nothing written
+
+
+#: Opens the store read-only, walks a search in pages, every agent, and exports it: one line of
+#: JSON with what it saw.
+PAGING_SCRIPT = """
+import json, sys
+from acti_store import SearchQuery, export_json, open_repository
+repo = open_repository(sys.argv[1], read_only=True)
+names, cursor = [], None
+while True:
+    page = repo.search_page(SearchQuery(limit=1), cursor)
+    names += [agent.name for agent in page.agents]
+    if (cursor := page.next_cursor) is None:
+        break
+report = export_json(repo, sys.argv[2])
+print(json.dumps({
+    "url": repo.engine.url.database, "pages": names, "total": page.total,
+    "agents": [agent.name for agent in repo.iter_agents(page_size=1)],
+    "exported": [report.agents, report.histories],
+}))
+"""
+
+
+def test_a_store_in_a_read_only_folder_pages_and_exports(
+    locked_folder: Path, tmp_path: Path
+) -> None:
+    """``immutable=1``: the export's one read transaction and ``search_page``'s work there."""
+    exported = tmp_path / "exported"
+    exported.mkdir(mode=0o777)
+    exported.chmod(0o777)
+    run = unprivileged_python(
+        "-c", PAGING_SCRIPT, f"sqlite:///{locked_folder / 'store.db'}", str(exported)
+    )
+    assert (run.returncode, run.stderr) == (0, "")
+    seen = json.loads(run.stdout)
+    names = sorted(config.name for config in QUICKSTART_AGENTS)
+    assert "immutable=1" in seen["url"]
+    assert (seen["pages"], seen["agents"], seen["total"]) == (names, names, len(names))
+    assert seen["exported"] == [len(names), 1]
     assert sorted(os.listdir(locked_folder)) == ["store.db"]  # no side file, nothing written
 
 

@@ -21,6 +21,7 @@ from test_lock_deadline import NAME, lock_held
 from acti_store import (
     AgentUpdate,
     ReadOnlyStoreError,
+    SearchQuery,
     SqlAgentRepository,
     StoreUnavailableError,
     open_repository,
@@ -85,6 +86,12 @@ def test_transient_a_corrupt_store_file_is_lasting(tmp_path: Path) -> None:
             repo.list_agents()
         assert raised.value.transient is False
         assert str(raised.value).startswith("the store file is corrupt: ")
+        # The export's snapshot and the pages go through the same translation.
+        for read in (lambda: list(repo.iter_export()), lambda: repo.search_page(SearchQuery())):
+            with pytest.raises(StoreUnavailableError) as raised:
+                read()
+            assert raised.value.transient is False
+            assert str(raised.value).startswith("the store file is corrupt: ")
         text, artifact = tool_call(repo, "list_created_agents")
         assert_lasting_text(text, artifact, "the store file is corrupt")
     finally:
@@ -220,6 +227,11 @@ def test_transient_permission_denied_on_postgresql_is_lasting(pg_store: str) -> 
             repo.get(NAME)
         assert raised.value.transient is False
         assert str(raised.value).startswith("permission to the store was denied: ")
+        for read in (lambda: list(repo.iter_export()), lambda: repo.search_page(SearchQuery())):
+            with pytest.raises(StoreUnavailableError) as raised:
+                read()
+            assert raised.value.transient is False
+            assert str(raised.value).startswith("permission to the store was denied: ")
         said, artifact = tool_call(repo, "get_agent_config", name=NAME)
         assert_lasting_text(said, artifact, "permission to the store was denied")
     finally:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from ..errors import ExportError
 from ..models import is_valid_name
@@ -17,14 +19,15 @@ from ..repository import AgentRepository
 from .files import (
     Progress,
     agent_file_name,
+    has_history,
     history_file_name,
-    shadowed_by_history,
     write_files,
 )
 from .folder import SUFFIX, Folder
 
 #: Agents per database page while exporting (a page holds up to 50 records per agent).
 EXPORT_PAGE_SIZE: Final = 100
+T = TypeVar("T")
 
 
 @dataclass
@@ -52,7 +55,9 @@ def export_json(
     progress: Progress | None = None,
 ) -> ExportReport:
     """Write ``{name}.json`` for every agent and ``{name}_history.json`` for every agent with a
-    history, in the contract's format, each file atomically; streams the store page by page.
+    history, in the contract's format, each file atomically; streams the store page by page, all
+    pages from one snapshot (``iter_export``), so every agent agrees with its history and the
+    folder is the store as it was at one moment, whatever is written meanwhile.
 
     ``prune`` also removes the ``*.json`` files named like an agent's whose agent is not exported.
     ``durable`` fsyncs every file before it replaces the old one (power-failure safe, and far
@@ -95,14 +100,21 @@ def _export(
     total: int,
 ) -> None:
     kept: set[str] = set()
+    # Agents with a history so far. Names come in order and ``x`` sorts before ``x_history``, so
+    # when ``x_history`` comes, this says whether ``x``'s history file takes its file name
+    # (``shadowed_by_history``), as of the export's snapshot.
+    with_history: set[str] = set()
     with (
         Folder(report.directory, create=True, durable=durable) as folder,
         folder.locked(),
+        _closing(repo.iter_export(EXPORT_PAGE_SIZE)) as stream,
     ):
         folder.remove_temporaries()  # left by an export that was killed
-        for done, (agent, history) in enumerate(repo.iter_export(EXPORT_PAGE_SIZE), 1):
-            owner = shadowed_by_history(repo, agent.name)
-            if owner is not None:
+        for done, (agent, history) in enumerate(stream, 1):
+            owner = agent.name.removesuffix("_history")
+            if has_history(history):
+                with_history.add(agent.name)
+            if owner != agent.name and owner in with_history:
                 report.not_exported[agent.name] = (
                     f"its file {agent_file_name(agent.name)} is the history file of agent {owner!r}"
                 )
@@ -124,3 +136,15 @@ def _export(
                 if is_valid_name(file.removesuffix(SUFFIX)) and file not in kept:
                     folder.remove(file)
                     report.removed.append(file)
+
+
+@contextmanager
+def _closing(stream: Iterator[T]) -> Generator[Iterator[T], None, None]:
+    """``stream``, closed when the block ends: however the export stops, its snapshot ends then,
+    not when the error that stopped it (which holds the stream's frame) is freed."""
+    try:
+        yield stream
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()

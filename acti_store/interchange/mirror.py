@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import AgentNotFoundError, AgentStoreError
-from ..models import HISTORY_MAX_RECORDS, is_valid_name
+from ..models import is_valid_name
 from ..repository import AgentRepository
 from .files import (
     agent_file_name,
@@ -52,8 +52,7 @@ class JsonMirror:
         if not is_valid_name(name):
             return
         try:
-            agent = repo.get(name)
-            history = repo.get_history(name, limit=HISTORY_MAX_RECORDS)
+            agent, history = repo.get_with_history(name)  # one snapshot: the two files agree
         except AgentNotFoundError:
             agent_file, history_file = agent_file_name(name), history_file_name(name)
             if holds_own_document(folder, agent_file, agent=name, history=False):

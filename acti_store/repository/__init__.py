@@ -2,8 +2,9 @@
 
 One concern per module: ``interface`` (the ABC and the types of bulk import), ``sql``
 (``SqlAgentRepository``), ``statements`` (its statements and the row <-> model mapping),
-``search`` (the search query), ``bulk`` (bulk import). Driver errors become the library's
-exceptions in ``acti_store.dberrors``.
+``search`` (the search query), ``paging`` (the export's one-snapshot stream, ``iter_agents``,
+``search_page``), ``cursor`` (the cursor of ``search_page``), ``bulk`` (bulk import). Driver
+errors become the library's exceptions in ``acti_store.dberrors``.
 """
 
 from .interface import (
@@ -14,6 +15,7 @@ from .interface import (
     ImportItem,
     ImportOutcome,
     Mirror,
+    SearchPage,
     UpdateResult,
 )
 from .sql import SqlAgentRepository
@@ -26,6 +28,7 @@ __all__ = [
     "ImportItem",
     "ImportOutcome",
     "Mirror",
+    "SearchPage",
     "SqlAgentRepository",
     "UpdateResult",
 ]

@@ -115,6 +115,17 @@ class UpdateResult:
     agent: Agent
 
 
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of ``search_page``: up to the query's ``limit`` agents in its sort's order."""
+
+    agents: list[Agent]
+    #: How many agents match the query (all pages), counted in the same snapshot as the page.
+    total: int
+    #: Pass it back to ``search_page`` for the next page; None on the last page.
+    next_cursor: str | None
+
+
 class AgentRepository(ABC):
     """Storage of agent configurations, their metadata and execution history.
 
@@ -224,6 +235,22 @@ class AgentRepository(ABC):
         """How many agents match ``query``'s filters, whatever its ``limit``."""
 
     @abstractmethod
+    def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
+        """One page of ``query``'s matches (``query.limit`` of them), after the page whose
+        ``next_cursor`` is ``cursor`` (None: the first page).
+
+        Keyset pagination on the query's sort: walking every page while others write, each
+        agent whose sort key did not change during the walk is seen exactly once. Raises
+        ``InvalidCursorError`` (an ``InvalidInputError``) for a cursor not made by this query's
+        pages.
+        """
+
+    @abstractmethod
+    def iter_agents(self, page_size: int = 500) -> Iterator[Agent]:
+        """Every agent, by name, read ``page_size`` at a time (each page its own short read, so
+        not one snapshot: an agent created or deleted meanwhile may or may not appear)."""
+
+    @abstractmethod
     def count_by_stratum(self) -> dict[str | None, int]:
         """Agents per stratum: every stratum of the contract, plus ``None`` if any have none."""
 
@@ -250,6 +277,11 @@ class AgentRepository(ABC):
         Raises ``AgentNotFoundError``, and ``InvalidInputError`` for a limit out of range."""
 
     @abstractmethod
+    def get_with_history(self, name: str) -> tuple[Agent, ExecutionHistory]:
+        """The agent and its newest records (up to 50), read from one snapshot so that they
+        agree. Raises ``AgentNotFoundError``."""
+
+    @abstractmethod
     def execution_stats(self, name: str) -> ExecutionStats: ...
 
     @abstractmethod
@@ -258,7 +290,8 @@ class AgentRepository(ABC):
 
     @abstractmethod
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
-        """Every agent with its history (None when never run), streamed page by page."""
+        """Every agent with its history (None when never run), streamed page by page, all from
+        one snapshot of the store."""
 
     @abstractmethod
     def bulk_put(

@@ -35,6 +35,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ..models import SearchQuery, escape_like
 from ..schema import agent_tags, agents, masks_containing
+from .cursor import SortKey
 from .statements import AGENT_COLUMNS
 
 #: The trigram index serves words of at least three characters.
@@ -60,11 +61,15 @@ _FTS_PROBE: Final = text(
     f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
 )
 
+#: Each sort but the name's: its column, which orders descending, ties broken by name ascending.
+_SORT_COLUMNS: Final[Mapping[str, ColumnElement[Any]]] = {
+    "created_at": agents.c.created_at,
+    "updated_at": agents.c.updated_at,
+    "execution_count": agents.c.execution_count,
+}
 _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
     "name": (agents.c.name.asc(),),
-    "created_at": (agents.c.created_at.desc(), agents.c.name.asc()),
-    "updated_at": (agents.c.updated_at.desc(), agents.c.name.asc()),
-    "execution_count": (agents.c.execution_count.desc(), agents.c.name.asc()),
+    **{sort: (col.desc(), agents.c.name.asc()) for sort, col in _SORT_COLUMNS.items()},
 }
 
 
@@ -72,12 +77,9 @@ def search_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> S
     """The SELECT of ``AGENT_COLUMNS`` that answers ``query``: filters combined with AND, rows in
     the sort's order, at most ``limit``. On SQLite a text query first probes the text index on
     ``conn``: run the statement on the same connection and transaction (one snapshot)."""
-    filtered = _filter_column if sqlite else _indexed_column
+    condition = _condition(query, _text(conn, query, sqlite=sqlite), _ordered_filter(sqlite))
     return (
-        select(*AGENT_COLUMNS)
-        .where(and_(True, *_conditions(conn, query, filtered, sqlite=sqlite)))
-        .order_by(*_SORTS[query.sort_by])
-        .limit(query.limit)
+        select(*AGENT_COLUMNS).where(condition).order_by(*_SORTS[query.sort_by]).limit(query.limit)
     )
 
 
@@ -86,18 +88,60 @@ def count_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> Se
 
     No order to walk here: the filters may use their indexes on either engine. Same snapshot
     rule as ``search_statement``."""
-    conditions = _conditions(conn, query, _indexed_column, sqlite=sqlite)
-    return select(func.count()).select_from(agents).where(and_(True, *conditions))
+    return _count(query, _text(conn, query, sqlite=sqlite))
 
 
-def _conditions(
-    conn: Connection,
+def page_statements(
+    conn: Connection, query: SearchQuery, after: SortKey | None, *, sqlite: bool
+) -> tuple[Select[Any], Select[Any]]:
+    """For ``search_page``: the count of every match (``count_statement``'s), and the page of
+    ``query.limit`` + 1 matches after the sort key ``after`` (the extra row says whether another
+    page follows), in the sort's order. One text probe serves both (same snapshot rule as
+    ``search_statement``)."""
+    text_conditions = _text(conn, query, sqlite=sqlite)
+    condition = _condition(query, text_conditions, _ordered_filter(sqlite))
+    page = select(*AGENT_COLUMNS).where(condition)
+    if after is not None:
+        page = page.where(_after(query.sort_by, after))
+    ordered = page.order_by(*_SORTS[query.sort_by]).limit(query.limit + 1)
+    return _count(query, text_conditions), ordered
+
+
+def _after(sort_by: str, key: SortKey) -> ColumnElement[bool]:
+    """The rows that come after ``key`` in the order of ``sort_by`` (keyset pagination).
+
+    ``value <= v AND (value < v OR name > n)`` rather than just the OR: the first term is a
+    range on the sort's index, which both planners use.
+    """
+    if sort_by == "name":
+        return agents.c.name > key.name
+    column = _SORT_COLUMNS[sort_by]
+    return and_(column <= key.value, or_(column < key.value, agents.c.name > key.name))
+
+
+def _count(query: SearchQuery, text_conditions: list[ColumnElement[bool]]) -> Select[Any]:
+    """How many agents match: the filters read through their indexes (no order to walk)."""
+    condition = _condition(query, text_conditions, _indexed_column)
+    return select(func.count()).select_from(agents).where(condition)
+
+
+def _ordered_filter(sqlite: bool) -> Callable[[ColumnElement[Any]], ColumnElement[Any]]:
+    """How a read in the sort's order reads a filter's column (see the module's docstring)."""
+    return _filter_column if sqlite else _indexed_column
+
+
+def _text(conn: Connection, query: SearchQuery, *, sqlite: bool) -> list[ColumnElement[bool]]:
+    """The conditions of ``query``'s text (probing SQLite's text index on ``conn``)."""
+    return _text_conditions(conn, query.query, sqlite=sqlite) if query.query else []
+
+
+def _condition(
     query: SearchQuery,
+    text_conditions: list[ColumnElement[bool]],
     filtered: Callable[[ColumnElement[Any]], ColumnElement[Any]],
-    *,
-    sqlite: bool,
-) -> list[ColumnElement[bool]]:
-    """Every filter of ``query`` as a condition; ``filtered`` says how a filter reads its column."""
+) -> ColumnElement[bool]:
+    """Every filter of ``query`` combined with AND: the one place the filters become SQL.
+    ``text_conditions`` come from ``_text``; ``filtered`` says how a filter reads its column."""
     conditions: list[ColumnElement[bool]] = []
     if query.stratum is not None:
         conditions.append(filtered(agents.c.stratum) == query.stratum)
@@ -113,9 +157,7 @@ def _conditions(
         conditions.append(filtered(agents.c.created_at) <= query.created_before)
     if query.min_executions is not None:
         conditions.append(filtered(agents.c.execution_count) >= query.min_executions)
-    if query.query:
-        conditions.extend(_text_conditions(conn, query.query, sqlite=sqlite))
-    return conditions
+    return and_(True, *conditions, *text_conditions)
 
 
 def _indexed_column(col: ColumnElement[Any]) -> ColumnElement[Any]:

@@ -2,15 +2,14 @@
 
 All invariants live here, each enforced in one transaction: version increments, counters, the
 50-record FIFO, clone resets. The statements and the row mapping are in ``statements``, the
-search query in ``search``, bulk import in ``bulk``; driver errors become the library's
-exceptions in ``acti_store.dberrors``.
+search query in ``search``, pages and the export's snapshot in ``paging``, bulk import in
+``bulk``; driver errors become the library's exceptions in ``acti_store.dberrors``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from functools import partial
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
@@ -18,6 +17,7 @@ from sqlalchemy import Engine
 from ..dberrors import translate_errors, translated
 from ..engine import (
     LOCK_TIMEOUT_DEFAULT,
+    POSTGRES_BEGIN_SNAPSHOT,
     SQLITE_BEGIN_READ,
     SQLITE_BEGIN_WRITE,
     lock_wait_sql,
@@ -33,6 +33,7 @@ from ..errors import (
 from ..models import (
     DESCRIPTION_MAX_LENGTH,
     HISTORY_LIMIT_DEFAULT,
+    HISTORY_MAX_RECORDS,
     NAIVE_DATETIME_RULE,
     STRATA,
     Agent,
@@ -47,9 +48,10 @@ from ..models import (
     trusted,
     utc_now,
 )
-from ..sqlexec import Connections, Cursor, connections_for
+from ..sqlexec import Cursor, connections_for, roll_back
 from ..validation import quoted
 from .bulk import put_all
+from .cursor import decode_cursor
 from .deadline import within_deadline
 from .interface import (
     AgentRepository,
@@ -58,11 +60,13 @@ from .interface import (
     ConflictPolicy,
     ImportItem,
     Mirror,
+    SearchPage,
     UpdateResult,
     checked_config,
     checked_history_request,
     checked_update,
 )
+from .paging import agent_pages, export_stream, search_page
 from .search import count_statement, search_statement
 from .statements import (
     ALL,
@@ -74,10 +78,6 @@ from .statements import (
     DELETE_HISTORY,
     DELETE_TAGS,
     ERROR_COUNT,
-    EXPORT_AGENTS,
-    EXPORT_RECORD_AGENT_ID,
-    EXPORT_RECORD_OFFSET,
-    EXPORT_RECORDS,
     FIRST_BY_STRATUM,
     GET,
     GET_FOR_UPDATE,
@@ -86,7 +86,6 @@ from .statements import (
     ID,
     INSERT_EXECUTION,
     LAST_EXECUTED_AT,
-    NAME,
     NAMES,
     RECORD_RUN,
     STATS,
@@ -116,21 +115,6 @@ def _require_storable(name: str) -> None:
     a driver cannot even send some of them (NUL on PostgreSQL, lone surrogates on both)."""
     if not is_valid_name(name):
         raise AgentNotFoundError(name)
-
-
-def _roll_back(connections: Connections, connection: Any) -> None:
-    """Roll back after a failure; a connection that cannot even do that is closed, not reused."""
-    try:
-        connection.rollback()
-    except Exception:
-        connections.discard(connection)
-    else:
-        connections.give(connection)
-
-
-def _export_page(cursor: Cursor, page: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-    """One page of agents (by name) and all their records, in one snapshot."""
-    return cursor.all(EXPORT_AGENTS, page), cursor.all(EXPORT_RECORDS, page)
 
 
 def _clone_description(source: str) -> str:
@@ -165,6 +149,13 @@ class SqlAgentRepository(AgentRepository):
         self._dialect = engine.dialect
         self._dbapi = engine.dialect.loaded_dbapi
         self._sqlite = engine.dialect.name == "sqlite"
+        # What opens a transaction that reads one snapshot, and one that writes (``_run``).
+        self._begin_snapshot: str | None = None
+        self._begin_write: str | None = None
+        if self._sqlite:
+            self._begin_snapshot, self._begin_write = SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
+        elif engine.dialect.name == "postgresql":
+            self._begin_snapshot = POSTGRES_BEGIN_SNAPSHOT
         self._clock: Clock = clock or utc_now
         self.mirror = mirror
 
@@ -197,9 +188,11 @@ class SqlAgentRepository(AgentRepository):
     ) -> T:
         """Run ``work`` on a pooled DBAPI connection, committed if it returns, else rolled back.
 
-        ``begin`` is what SQLite opens the transaction with: ``SQLITE_BEGIN_WRITE`` for writes,
-        ``SQLITE_BEGIN_READ`` for a read that needs one snapshot, None for a single-statement
-        read (the engine's policy, ``acti_store.engine``). PostgreSQL begins implicitly.
+        ``begin`` is the first statement of the transaction: ``_begin_write`` for writes (SQLite:
+        ``BEGIN IMMEDIATE``), ``_begin_snapshot`` for a read of several statements that must see
+        one snapshot (SQLite: ``BEGIN``; PostgreSQL: REPEATABLE READ), None for a
+        single-statement read (the engine's policy, ``acti_store.engine``). PostgreSQL's driver
+        begins the transaction itself.
         ``lock_wait`` (seconds) bounds this transaction's lock waits instead of ``lock_timeout``.
         """
         connections = self._connections
@@ -211,7 +204,7 @@ class SqlAgentRepository(AgentRepository):
             cursor = Cursor(raw_cursor, self._dialect)
             if lock_wait is not None:
                 cursor.raw(lock_wait_sql(self._sqlite, lock_wait))
-            if begin is not None and self._sqlite:
+            if begin is not None:
                 cursor.raw(begin)
             result = work(cursor)
             if restore:
@@ -223,7 +216,7 @@ class SqlAgentRepository(AgentRepository):
             if restore:  # its busy timeout may still be the shorter one: not reused
                 connections.discard(connection)
             else:
-                _roll_back(connections, connection)
+                roll_back(connections, connection)
             raise
         raw_cursor.close()
         connections.give(connection)
@@ -231,7 +224,7 @@ class SqlAgentRepository(AgentRepository):
 
     def _read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
         try:
-            return self._run(work, begin=SQLITE_BEGIN_READ if snapshot else None)
+            return self._run(work, begin=self._begin_snapshot if snapshot else None)
         except Exception as exc:  # not translate_errors: a context manager costs on every read
             error = translated(exc, self._dbapi)
             if error is None:
@@ -244,7 +237,7 @@ class SqlAgentRepository(AgentRepository):
         if self.read_only:
             raise ReadOnlyStoreError(f"the store at {self.location} is open read-only: {READ_ONLY}")
         return within_deadline(
-            lambda wait: self._run(work, begin=SQLITE_BEGIN_WRITE, lock_wait=wait),
+            lambda wait: self._run(work, begin=self._begin_write, lock_wait=wait),
             lock_timeout=self._lock_timeout,
             dbapi=self._dbapi,
             name=name,
@@ -284,6 +277,9 @@ class SqlAgentRepository(AgentRepository):
 
     def list_agents(self) -> list[Agent]:
         return self._read(lambda cursor: [agent_from_row(r) for r in cursor.all(ALL)])
+
+    def iter_agents(self, page_size: int = 500) -> Iterator[Agent]:
+        return agent_pages(self._read, page_size)
 
     def list_names(self) -> list[str]:
         return self._read(lambda cursor: [r[0] for r in cursor.all(NAMES)])
@@ -368,6 +364,11 @@ class SqlAgentRepository(AgentRepository):
         with translate_errors(self._dbapi), self._engine.connect() as conn:
             return int(conn.execute(count_statement(conn, query, sqlite=self._sqlite)).scalar_one())
 
+    def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
+        after = None if cursor is None else decode_cursor(cursor, query)
+        with translate_errors(self._dbapi), self._engine.connect() as conn:
+            return search_page(conn, query, after, sqlite=self._sqlite)
+
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)
         for stratum, count in self._read(lambda cursor: cursor.all(COUNT_BY_STRATUM)):
@@ -416,6 +417,15 @@ class SqlAgentRepository(AgentRepository):
             raise AgentNotFoundError(name)
         return history_from_rows(name, rows)
 
+    def get_with_history(self, name: str) -> tuple[Agent, ExecutionHistory]:
+        page = {"name": name, "limit": HISTORY_MAX_RECORDS}
+
+        def work(cursor: Cursor) -> tuple[Agent, ExecutionHistory]:
+            agent = agent_from_row(self._locate(cursor, name))
+            return agent, history_from_rows(name, cursor.all(HISTORY[False], page))
+
+        return self._read(work, snapshot=True)
+
     def execution_stats(self, name: str) -> ExecutionStats:
         def work(cursor: Cursor) -> tuple[Sequence[Any], Sequence[Any]]:
             row = self._locate(cursor, name)
@@ -452,31 +462,9 @@ class SqlAgentRepository(AgentRepository):
     # -- interchange -------------------------------------------------------------------------------
 
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
-        after = ""
-        while True:
-            page = {"after": after, "page_size": page_size}
-            rows, records = self._read(partial(_export_page, page=page), snapshot=True)
-            if not rows:
-                return
-            by_id: dict[int, list[ExecutionRecord]] = {row[ID]: [] for row in rows}
-            for record in records:
-                by_id[record[EXPORT_RECORD_AGENT_ID]].append(
-                    record_from_row(record, EXPORT_RECORD_OFFSET)
-                )
-            for row in rows:
-                history = by_id[row[ID]]
-                yield (
-                    agent_from_row(row),
-                    trusted(
-                        ExecutionHistory,
-                        agent_name=row[NAME],
-                        executions=history,
-                        total_executions=row[TOTAL_EXECUTIONS],
-                    )
-                    if history or row[TOTAL_EXECUTIONS]
-                    else None,
-                )
-            after = rows[-1][NAME]
+        return export_stream(
+            self._connections, self._dialect, self._dbapi, self._begin_snapshot, page_size
+        )
 
     def bulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"

@@ -277,7 +277,8 @@ _page = (
     .order_by(agents.c.name)
     .limit(bindparam("page_size", type_=Integer()))
 )
-EXPORT_AGENTS: Final = Prepared(
+#: The page of whole agents after the name ``after``, by name (export, ``iter_agents``).
+AGENTS_PAGE: Final = Prepared(
     select(*AGENT_COLUMNS)
     .where(agents.c.name > bindparam("after"))
     .order_by(agents.c.name)
@@ -285,8 +286,8 @@ EXPORT_AGENTS: Final = Prepared(
 )
 #: A row of ``EXPORT_RECORDS``: the record's agent id, then the record.
 _EXPORT_RECORD_COLUMNS: Final = (executions.c.agent_id, *EXECUTION_COLUMNS)
-EXPORT_RECORD_AGENT_ID: Final = _positions(_EXPORT_RECORD_COLUMNS)["agent_id"]
-EXPORT_RECORD_OFFSET: Final = len(_EXPORT_RECORD_COLUMNS) - len(EXECUTION_COLUMNS)
+_EXPORT_RECORD_AGENT_ID: Final = _positions(_EXPORT_RECORD_COLUMNS)["agent_id"]
+_EXPORT_RECORD_OFFSET: Final = len(_EXPORT_RECORD_COLUMNS) - len(EXECUTION_COLUMNS)
 EXPORT_RECORDS: Final = Prepared(
     select(*_EXPORT_RECORD_COLUMNS)
     .where(executions.c.agent_id.in_(_page.scalar_subquery()))
@@ -353,6 +354,36 @@ def history_from_rows(name: str, rows: Sequence[Sequence[Any]]) -> ExecutionHist
         ],
         total_executions=rows[0][_HISTORY_TOTAL],
     )
+
+
+def export_page(
+    cursor: Cursor, after: str, page_size: int
+) -> list[tuple[Agent, ExecutionHistory | None]]:
+    """The agents after the name ``after`` (up to ``page_size``, by name), each with its history
+    (None when it never ran): two statements, so run them in one snapshot."""
+    page = {"after": after, "page_size": page_size}
+    rows = cursor.all(AGENTS_PAGE, page)
+    if not rows:
+        return []
+    by_id: dict[int, list[ExecutionRecord]] = {row[ID]: [] for row in rows}
+    for record in cursor.all(EXPORT_RECORDS, page):
+        by_id[record[_EXPORT_RECORD_AGENT_ID]].append(
+            record_from_row(record, _EXPORT_RECORD_OFFSET)
+        )
+    return [
+        (
+            agent_from_row(row),
+            trusted(
+                ExecutionHistory,
+                agent_name=row[NAME],
+                executions=by_id[row[ID]],
+                total_executions=row[TOTAL_EXECUTIONS],
+            )
+            if by_id[row[ID]] or row[TOTAL_EXECUTIONS]
+            else None,
+        )
+        for row in rows
+    ]
 
 
 def config_values(config: AgentConfig) -> dict[str, Any]:

@@ -1,0 +1,107 @@
+"""Reading the store page by page: the export's one-snapshot stream, ``iter_agents``, and
+``search_page`` (keyset pagination on a search's sort; the cursor is in ``cursor``).
+
+An export must be the store as it was at one moment, so all its pages are read in ONE read
+transaction held on one connection (SQLite: ``BEGIN``; PostgreSQL: REPEATABLE READ, READ ONLY).
+Neither engine blocks writers for it; on SQLite the WAL cannot be reset past the reader's
+snapshot while it lasts, so the WAL grows with the writes made during a long export.
+``iter_agents`` instead reads each page in its own short read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+
+from ..dberrors import translate_errors
+from ..engine import POSTGRES_BEGIN_SNAPSHOT
+from ..models import Agent, ExecutionHistory, SearchQuery
+from ..sqlexec import Connections, Cursor, roll_back
+from .cursor import SortKey, encode_cursor
+from .interface import SearchPage
+from .search import page_statements
+from .statements import AGENTS_PAGE, NAME, agent_from_row, export_page
+
+T = TypeVar("T")
+#: ``SqlAgentRepository._read``: runs a read on a cursor, its errors translated.
+Read = Callable[[Callable[[Cursor], T]], T]
+
+
+def export_stream(
+    connections: Connections, dialect: Dialect, dbapi: Any, begin: str | None, page_size: int
+) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
+    """Every agent with its history, by name, ``page_size`` agents per page, all pages from one
+    snapshot: the read transaction opened by ``begin`` on one connection taken from
+    ``connections``. However the stream ends (exhausted, ``close()``d, the consumer raising), the
+    transaction is rolled back and the connection given back."""
+    page_size = max(1, page_size)
+    with translate_errors(dbapi):  # a server down or restarting: StoreUnavailableError
+        connection = connections.take()
+        try:
+            raw_cursor = connection.cursor()
+        except BaseException:
+            roll_back(connections, connection)
+            raise
+    cursor = Cursor(raw_cursor, dialect)
+
+    def read_page(after: str, *, first: bool) -> list[tuple[Agent, ExecutionHistory | None]]:
+        with translate_errors(dbapi):  # transient or lasting, as ``dberrors`` decides
+            if first and begin is not None:
+                cursor.raw(begin)
+            return export_page(cursor, after, page_size)
+
+    try:
+        page = read_page("", first=True)
+        while page:
+            yield from page
+            if len(page) < page_size:
+                return
+            page = read_page(page[-1][0].name, first=False)
+    finally:
+        raw_cursor.close()  # ends a half-read statement
+        roll_back(connections, connection)  # ends the snapshot; the connection goes back
+
+
+def agent_pages(read: Read[list[Any]], page_size: int) -> Iterator[Agent]:
+    """Every agent, by name: ``page_size`` per ``read``, each page its own short read."""
+    page_size = max(1, page_size)
+    after = ""
+    while True:
+        values = {"after": after, "page_size": page_size}
+        rows = read(partial(_agents_page, values=values))
+        yield from map(agent_from_row, rows)
+        if len(rows) < page_size:
+            return
+        after = rows[-1][NAME]
+
+
+def _agents_page(cursor: Cursor, values: dict[str, Any]) -> list[Any]:
+    return cursor.all(AGENTS_PAGE, values)
+
+
+def search_page(
+    conn: Connection, query: SearchQuery, after: SortKey | None, *, sqlite: bool
+) -> SearchPage:
+    """The page of ``query`` after the sort key ``after`` (None: the first page), on ``conn``.
+
+    ``total`` is counted as ``repo.count`` counts. The text probe (SQLite), the count and the
+    page are read from one snapshot: SQLite's read transaction on ``conn``, REPEATABLE READ on
+    PostgreSQL. One row more than the page is read: the next cursor is given only when another
+    page follows.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(POSTGRES_BEGIN_SNAPSHOT)  # the transaction's first statement
+    count, page = page_statements(conn, query, after, sqlite=sqlite)
+    total = int(conn.execute(count).scalar_one())
+    rows = conn.execute(page).all()
+    agents = [agent_from_row(row) for row in rows[: query.limit]]
+    more = len(rows) > query.limit
+    return SearchPage(
+        agents=agents,
+        total=total,
+        next_cursor=encode_cursor(query, agents[-1]) if more else None,
+    )
