@@ -271,6 +271,10 @@ def test_a_closed_stdout_ends_quietly(store: str, command: list[str]) -> None:
     assert (process.wait(timeout=120), stderr) == (1, "")
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_without_a_traceback() -> None:
     """Interrupted while connecting to a server that never answers."""
     with socket.socket() as silent:
@@ -290,6 +294,9 @@ def test_ctrl_c_exits_130_without_a_traceback() -> None:
             stderr=subprocess.PIPE,
             text=True,
             env=environment(),
+            # As a terminal's foreground job gets it: a test run started in the background (a
+            # shell's ``&``) inherits SIGINT ignored, and Python then installs no handler for it.
+            preexec_fn=_default_sigint,
         )
         ready, _, _ = select.select([silent], [], [], 60)  # it is connecting: a pending connection
         assert ready, "the command never connected"
