@@ -75,7 +75,7 @@ def test_v1_rows_survive_upgrade_and_downgrade(store_url: str) -> None:
     assert "tags" not in columns and "execution_count" not in columns
     command.downgrade(cfg, "base")
     with engine.connect() as conn:
-        assert sa.inspect(conn).get_table_names() == ["alembic_version"]
+        assert sa.inspect(conn).get_table_names() == ["acti_store_alembic_version"]
     engine.dispose()
 
 
@@ -85,7 +85,9 @@ def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None
     second = open_repository(store_url)  # already at head: nothing to do, no error
     try:
         with second.engine.connect() as conn:
-            version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+            version = conn.execute(
+                sa.text("SELECT version_num FROM acti_store_alembic_version")
+            ).scalar()
         assert version == "0005_counters_64bit"
     finally:
         second.close()

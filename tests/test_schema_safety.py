@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.script import ScriptDirectory
 from conftest import make_config
 from data.v1_store import V1_ROWS, create_v1_store
@@ -23,7 +24,7 @@ from acti_store import (
     open_repository,
 )
 from acti_store.cli import main as cli_main
-from acti_store.engine import alembic_config
+from acti_store.engine import LEGACY_VERSION_TABLE, VERSION_TABLE, alembic_config
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
 FUTURE_REVISION = "0999_from_a_newer_acti_store"
@@ -60,11 +61,11 @@ def check_v1_agents_intact(url: str) -> None:
         repo.close()
 
 
-def revision_of(url: str) -> list[str]:
+def revision_of(url: str, table: str = VERSION_TABLE) -> list[str]:
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            return list(conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars())
+            return list(conn.execute(sa.text(f"SELECT version_num FROM {table}")).scalars())
     finally:
         engine.dispose()
 
@@ -114,7 +115,9 @@ def test_store_from_a_newer_version_is_refused_and_left_untouched(
     repo.create(make_config())
     repo.record_execution("lead_qualifier", children.crash_record(2))
     with repo.engine.begin() as conn:
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = :v"), {"v": FUTURE_REVISION})
+        conn.execute(
+            sa.text(f"UPDATE {VERSION_TABLE} SET version_num = :v"), {"v": FUTURE_REVISION}
+        )
     repo.close()
     before = dump(store_url)
 
@@ -181,4 +184,130 @@ def test_processes_opening_an_old_store_at_once_upgrade_it_once(
             assert scenarios.open_race(url, processes=2) == []
 
             assert revision_of(url) == [HEAD]
+            check_v1_agents_intact(url)
+
+
+# -- the version table: acti_store's own, beside an application's ----------------------------------
+
+HOST_REVISION = "a1b2c3d4e5f6"
+
+
+def put_revision_in_legacy_table(url: str, *, host_row: bool = False) -> None:
+    """Make the store at ``url`` look as an earlier acti_store left it: its revision in
+    ``alembic_version`` (with an application's row beside it if ``host_row``)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            (revision,) = conn.execute(
+                sa.text(f"SELECT version_num FROM {VERSION_TABLE}")
+            ).scalars()
+            conn.execute(sa.text(f"DROP TABLE {VERSION_TABLE}"))
+            conn.execute(
+                sa.text(
+                    f"CREATE TABLE {LEGACY_VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
+                    f"CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+                )
+            )
+            for row in [revision, *([HOST_REVISION] if host_row else [])]:
+                conn.execute(sa.text(f"INSERT INTO {LEGACY_VERSION_TABLE} VALUES (:v)"), {"v": row})
+    finally:
+        engine.dispose()
+
+
+def tables_of(url: str) -> set[str]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return set(sa.inspect(conn).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_an_old_store_has_its_revision_moved_to_its_own_table_once(store_url: str) -> None:
+    create_v1_store(store_url)
+    put_revision_in_legacy_table(store_url)
+    assert revision_of(store_url, LEGACY_VERSION_TABLE) == ["0001_v1"]
+    with pytest.raises(SchemaVersionError, match="open it once with write access"):
+        open_repository(store_url, read_only=True)
+
+    check_v1_agents_intact(store_url)
+
+    assert revision_of(store_url) == [HEAD]
+    assert LEGACY_VERSION_TABLE not in tables_of(store_url)  # it held only our row
+    open_repository(store_url, read_only=True).close()
+
+
+def test_a_store_at_head_in_the_old_table_is_moved_and_read_only_asks_for_a_write_open(
+    store_url: str,
+) -> None:
+    open_repository(store_url).close()
+    put_revision_in_legacy_table(store_url, host_row=True)
+    with pytest.raises(SchemaVersionError) as refused:
+        open_repository(store_url, read_only=True)
+    assert "alembic_version" in str(refused.value)
+    assert "open it once with write access" in str(refused.value)
+
+    open_repository(store_url).close()
+
+    assert revision_of(store_url) == [HEAD]
+    # The application's row stays where it was; only ours moved.
+    assert revision_of(store_url, LEGACY_VERSION_TABLE) == [HOST_REVISION]
+    open_repository(store_url, read_only=True).close()
+
+
+def test_alembic_upgrade_moves_an_old_stores_revision_too(store_url: str) -> None:
+    create_v1_store(store_url)
+    put_revision_in_legacy_table(store_url)
+
+    command.upgrade(alembic_config(sa.make_url(store_url)), "head")
+
+    assert revision_of(store_url) == [HEAD]
+    assert LEGACY_VERSION_TABLE not in tables_of(store_url)
+    check_v1_agents_intact(store_url)
+
+
+def test_a_database_with_an_applications_alembic_revision_opens_beside_it(
+    store_url: str,
+) -> None:
+    engine = sa.create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE {LEGACY_VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
+                f"CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+            )
+        )
+        conn.execute(
+            sa.text(f"INSERT INTO {LEGACY_VERSION_TABLE} VALUES (:v)"), {"v": HOST_REVISION}
+        )
+    engine.dispose()
+
+    repo = open_repository(store_url)
+    try:
+        repo.create(make_config())
+        assert repo.list_names() == ["lead_qualifier"]
+    finally:
+        repo.close()
+    assert cli_main(["migrate", "--check", "--url", store_url]) == 0
+
+    assert revision_of(store_url, LEGACY_VERSION_TABLE) == [HOST_REVISION]
+    assert revision_of(store_url) == [HEAD]
+
+
+def test_processes_opening_a_store_with_the_old_version_table_at_once_all_succeed(
+    store_url: str, tmp_path: Path
+) -> None:
+    with fresh_stores(store_url, tmp_path) as fresh:
+        for round_ in range(2):
+            url = fresh(round_)
+            create_v1_store(url)
+            put_revision_in_legacy_table(url, host_row=round_ == 1)
+
+            assert scenarios.open_race(url, processes=2) == []
+
+            assert revision_of(url) == [HEAD]
+            if round_ == 1:
+                assert revision_of(url, LEGACY_VERSION_TABLE) == [HOST_REVISION]
+            else:
+                assert LEGACY_VERSION_TABLE not in tables_of(url)
             check_v1_agents_intact(url)

@@ -157,7 +157,7 @@ def test_a_working_store_keeps_passwords_and_keys_out_of_every_output(
         for command in (["list"], ["show", "secret_keeper"], ["history", "secret_keeper"]):
             assert cli_main([*command, "--url", url]) == 0
         with repo.engine.connect() as conn:
-            for table in ("agents", "agent_tags", "executions", "alembic_version"):
+            for table in ("agents", "agent_tags", "executions", "acti_store_alembic_version"):
                 outputs += conn.execute(sa.text(f'SELECT * FROM "{table}"')).all()
     finally:
         repo.close()

@@ -8,12 +8,17 @@ arguments, and exit 1 when the tool answers with an error.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any, Final
 
+from alembic import command
+from alembic.util import CommandError
 from pydantic import BaseModel
+from sqlalchemy import Engine
 
-from ..engine import make_engine, upgrade_schema
+from ..engine import alembic_config, current_revisions, make_engine, upgrade_schema
+from ..errors import SchemaVersionError
 from ..models import SEARCH_LIMIT_MAX, SORT_FIELDS, AgentConfig, ExecutionRecord
 from ..repository import SqlAgentRepository
 from ..tools.builder import BuilderTools
@@ -28,6 +33,11 @@ from .options import (
     cli_tools,
     field_values,
     open_from_args,
+)
+
+#: What ``migrate --check`` says (on stderr) when the store is not at the latest revision.
+MIGRATE_NOT_AT_HEAD: Final = (
+    "the store is not at the latest schema revision: run acti-store migrate to upgrade it"
 )
 
 #: The agents ``quickstart`` creates: the contract's three examples.
@@ -92,13 +102,49 @@ QUICKSTART_RUNS: Final = (
 )
 
 
+def _revisions(revisions: set[str]) -> str:
+    return ", ".join(sorted(revisions)) or "none"
+
+
 def _cmd_migrate(args: argparse.Namespace) -> int:
     engine = make_engine(args.url)
     try:
-        upgrade_schema(engine)
+        if args.check or args.current or args.sql:
+            current, heads, legacy = current_revisions(engine)
+            if args.sql:
+                return _print_upgrade_sql(engine, current, legacy)
+            print(f"current: {_revisions(current)}\nhead: {_revisions(heads)}")
+            if args.check and current != heads:
+                print(MIGRATE_NOT_AT_HEAD, file=sys.stderr)
+                return 1
+            return 0
+        before, after = upgrade_schema(engine, args.to or "head")
     finally:
         engine.dispose()
-    print("Schema is at the latest revision.")
+    latest = ", the latest revision" if args.to is None else ""
+    if before == after:
+        print(f"Schema is at {_revisions(after)}{latest} (nothing to do).")
+    else:
+        print(f"Schema was at revision {_revisions(before)}; now at {_revisions(after)}{latest}.")
+    return 0
+
+
+def _print_upgrade_sql(engine: Engine, current: set[str], legacy: bool) -> int:
+    """Alembic's offline mode: the SQL that would bring the store from its revision to head."""
+    if legacy:
+        raise SchemaVersionError(
+            "the store records its schema revision in alembic_version, as earlier versions of "
+            "acti_store did: run acti-store migrate once (it moves the revision to "
+            "acti_store_alembic_version) before asking for the upgrade SQL"
+        )
+    if len(current) > 1:
+        raise SchemaVersionError(f"the store has several revisions ({_revisions(current)})")
+    cfg = alembic_config(engine.url)
+    cfg.output_buffer = sys.stdout
+    try:
+        command.upgrade(cfg, f"{next(iter(current))}:head" if current else "head", sql=True)
+    except CommandError as exc:  # a revision that must read the database while it migrates
+        raise SchemaVersionError(str(exc)) from None
     return 0
 
 
@@ -185,6 +231,26 @@ def register(subparsers: Any) -> None:
         "migrate", help="bring the database schema to the latest revision"
     )
     add_url_option(migrate)
+    mode = migrate.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="print the current and latest revisions; exit 1 if the store is not at the latest",
+    )
+    mode.add_argument(
+        "--current", action="store_true", help="print the current and latest revisions"
+    )
+    mode.add_argument(
+        "--sql",
+        action="store_true",
+        help="print the SQL that would upgrade the store (for review), and change nothing",
+    )
+    mode.add_argument(
+        "--to",
+        metavar="REV",
+        default=None,
+        help="upgrade or downgrade to revision REV (or base) instead of the latest",
+    )
     migrate.set_defaults(func=_cmd_migrate)
 
     quickstart = subparsers.add_parser(

@@ -18,7 +18,8 @@ import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
+from alembic.util import CommandError
 
 revision: str = "0002_v2"
 down_revision: str | None = "0001_v1"
@@ -52,6 +53,11 @@ def _mask(tools: object) -> int:
 
 
 def upgrade() -> None:
+    if context.is_offline_mode():
+        raise CommandError(
+            "revision 0002_v2 computes each agent's tool mask from its rows and cannot be "
+            "printed as SQL: run this upgrade online (acti-store migrate)"
+        )
     with op.batch_alter_table("agents") as batch:
         for name, type_ in _NEW_COLUMNS:
             batch.add_column(sa.Column(name, type_, nullable=True))

@@ -20,7 +20,8 @@ import logging
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
+from alembic.util import CommandError
 
 revision: str = "0003_search"
 down_revision: str | None = "0002_v2"
@@ -84,6 +85,11 @@ def upgrade() -> None:
         for statement in _SQLITE_UP:
             op.execute(statement)
     elif bind.dialect.name == "postgresql":
+        if context.is_offline_mode():
+            raise CommandError(
+                "revision 0003_search looks up the pg_trgm extension in the database and cannot "
+                "be printed as SQL: run this upgrade online (acti-store migrate)"
+            )
         schema = _pg_trgm_schema(bind)
         if schema is not None:
             for column in ("name", "description"):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 
 revision: str = "0005_counters_64bit"
 down_revision: str | None = "0004_search_log"
@@ -46,6 +46,13 @@ def _widen(to: sa.types.TypeEngine[int], was: sa.types.TypeEngine[int], sql_type
         return
     for table, column in _COLUMNS:
         op.alter_column(table, column, type_=to, existing_type=was, existing_nullable=False)
+    if context.is_offline_mode():  # printed as SQL (--sql): the server looks the sequence up
+        op.execute(
+            "DO $$ BEGIN IF pg_get_serial_sequence('executions', 'id') IS NOT NULL THEN "
+            "EXECUTE 'ALTER SEQUENCE ' || pg_get_serial_sequence('executions', 'id') || "
+            f"' AS {sql_type}'; END IF; END $$"
+        )
+        return
     sequence = bind.execute(sa.text("SELECT pg_get_serial_sequence('executions', 'id')")).scalar()
     if sequence is not None:  # the name comes from the catalog, quoted as needed
         op.execute(sa.text(f"ALTER SEQUENCE {sequence} AS {sql_type}"))

@@ -1,0 +1,130 @@
+"""``acti-store migrate``: the revision before and after, ``--check``, ``--current``, ``--sql``
+and ``--to``, on both engines; and the public ``acti_store.migrations.alembic_config``."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.script import ScriptDirectory
+
+from acti_store import open_repository
+from acti_store.cli import main as cli_main
+from acti_store.cli.store import MIGRATE_NOT_AT_HEAD
+from acti_store.engine import VERSION_TABLE
+from acti_store.migrations import alembic_config
+
+SCRIPT = ScriptDirectory.from_config(alembic_config())
+HEAD = SCRIPT.get_current_head()
+#: The revision just below head.
+PREVIOUS = SCRIPT.get_revision(HEAD).down_revision
+
+
+def revision(url: str) -> list[str]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table(VERSION_TABLE):
+                return []
+            return list(conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars())
+    finally:
+        engine.dispose()
+
+
+def test_migrate_prints_the_revision_before_and_after(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_main(["migrate", "--url", store_url]) == 0
+    assert capsys.readouterr().out == (
+        f"Schema was at revision none; now at {HEAD}, the latest revision.\n"
+    )
+    assert cli_main(["migrate", "--url", store_url]) == 0
+    assert capsys.readouterr().out == f"Schema is at {HEAD}, the latest revision (nothing to do).\n"
+
+
+def test_check_and_current_print_both_revisions_and_check_fails_below_head(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command.upgrade(alembic_config(store_url), str(PREVIOUS))
+    assert revision(store_url) == [PREVIOUS]
+
+    assert cli_main(["migrate", "--check", "--url", store_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == f"current: {PREVIOUS}\nhead: {HEAD}\n"
+    assert err == MIGRATE_NOT_AT_HEAD + "\n"
+    assert cli_main(["migrate", "--current", "--url", store_url]) == 0
+    assert capsys.readouterr().out == f"current: {PREVIOUS}\nhead: {HEAD}\n"
+    assert revision(store_url) == [PREVIOUS]  # neither wrote anything
+
+    assert cli_main(["migrate", "--url", store_url]) == 0
+    assert capsys.readouterr().out == (
+        f"Schema was at revision {PREVIOUS}; now at {HEAD}, the latest revision.\n"
+    )
+    assert cli_main(["migrate", "--check", "--url", store_url]) == 0
+    assert capsys.readouterr().out == f"current: {HEAD}\nhead: {HEAD}\n"
+
+
+def test_sql_prints_the_upgrade_from_the_current_revision_and_changes_nothing(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command.upgrade(alembic_config(store_url), str(PREVIOUS))
+
+    assert cli_main(["migrate", "--sql", "--url", store_url]) == 0
+
+    sql = capsys.readouterr().out
+    assert f"UPDATE {VERSION_TABLE} SET version_num='{HEAD}'" in sql
+    assert f"WHERE {VERSION_TABLE}.version_num = '{PREVIOUS}'" in sql
+    assert "CREATE TABLE agents" not in sql  # only the step from the current revision
+    assert revision(store_url) == [PREVIOUS]
+
+
+def test_to_downgrades_and_upgrades_to_a_revision(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    open_repository(store_url).close()
+
+    assert cli_main(["migrate", "--to", "0003_search", "--url", store_url]) == 0
+    assert capsys.readouterr().out == f"Schema was at revision {HEAD}; now at 0003_search.\n"
+    assert revision(store_url) == ["0003_search"]
+    assert cli_main(["migrate", "--to", str(PREVIOUS), "--url", store_url]) == 0
+    assert capsys.readouterr().out == f"Schema was at revision 0003_search; now at {PREVIOUS}.\n"
+    assert revision(store_url) == [PREVIOUS]
+
+    assert cli_main(["migrate", "--to", "0999_nowhere", "--url", store_url]) == 1
+    assert "'0999_nowhere' is not one of" in capsys.readouterr().err
+    assert revision(store_url) == [PREVIOUS]
+    open_repository(store_url).close()
+    assert revision(store_url) == [HEAD]
+
+
+def test_printed_sql_of_the_last_step_brings_the_store_to_head(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The printed SQL is what a DBA would run: applied as printed, the store is at head."""
+    command.upgrade(alembic_config(store_url), str(PREVIOUS))
+    assert cli_main(["migrate", "--sql", "--url", store_url]) == 0
+    sql = capsys.readouterr().out
+    engine = sa.create_engine(store_url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            if engine.dialect.name == "sqlite":
+                raw.executescript(sql)
+            else:
+                with raw.cursor() as cursor:
+                    cursor.execute(sql)
+    finally:
+        engine.dispose()
+    assert revision(store_url) == [HEAD]
+    assert cli_main(["migrate", "--check", "--url", store_url]) == 0
+    repo = open_repository(store_url)
+    repo.close()
+
+
+def test_sql_refuses_clearly_when_a_revision_must_read_the_database(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_main(["migrate", "--sql", "--url", store_url]) == 1
+    assert "revision 0002_v2 computes each agent's tool mask" in capsys.readouterr().err
+    assert revision(store_url) == []
