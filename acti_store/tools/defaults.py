@@ -10,7 +10,6 @@ stack (``load_agent_stack``), so that an async app pays for it at startup, not o
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import threading
 from typing import Final
@@ -51,8 +50,11 @@ def load_agent_stack() -> None:
     garbage collection of the new objects alone takes 0.1-0.3 s): left to an event loop's first
     ``execute_created_agent``, it would stall the loop for hundreds of milliseconds.
     """
-    with contextlib.suppress(ImportError):  # without the ``agents`` extra: refused when used
+    try:
         importlib.import_module("acti_store.execution.runner")
+    except ModuleNotFoundError as exc:  # the ``agents`` extra is missing: refused when used
+        if (exc.name or "").partition(".")[0] == "acti_store":
+            raise  # a module of ours: a bug, not a missing extra
 
 
 default_repository: Final = _LazyRepository()

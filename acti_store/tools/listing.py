@@ -51,6 +51,7 @@ def list_groups(
     share = texts.ENTRIES_BUDGET // max(1, len(labels))
     groups = []
     for label in labels:
+        # By name again: UNCLASSIFIED gathers several stratum values, each in name order.
         agents = sorted(members[label], key=lambda a: a.name)[: texts.LIST_AGENTS_PER_STRATUM]
         shown = len(fitting(map(_list_entry, agents), share))
         groups.append(Group(label, max(totals[label], len(agents)), agents[:shown]))
