@@ -14,6 +14,7 @@ from .errors import (
     InvalidAgentError,
     InvalidCursorError,
     InvalidInputError,
+    LabelNotFoundError,
     MissingDriverError,
     NoChangesError,
     ReadOnlyStoreError,
@@ -21,6 +22,7 @@ from .errors import (
     StoreUnavailableError,
     StoreUrlError,
     VersionConflictError,
+    VersionNotFoundError,
 )
 from .interchange import ExportReport, ImportReport, JsonMirror, export_json, import_json
 from .models import (
@@ -40,6 +42,7 @@ from .repository import (
     SqlAgentRepository,
     UpdateResult,
 )
+from .versioning import AgentVersion, ConfigDiff, FieldChange, LabelMove
 
 __all__ = [
     "Agent",
@@ -50,18 +53,23 @@ __all__ = [
     "AgentRepository",
     "AgentStoreError",
     "AgentUpdate",
+    "AgentVersion",
     "ArgumentTypeError",
+    "ConfigDiff",
     "ExecutionHistory",
     "ExecutionRecord",
     "ExecutionStats",
     "ExportError",
     "ExportReport",
+    "FieldChange",
     "ImportItem",
     "ImportReport",
     "InvalidAgentError",
     "InvalidCursorError",
     "InvalidInputError",
     "JsonMirror",
+    "LabelMove",
+    "LabelNotFoundError",
     "MissingDriverError",
     "NoChangesError",
     "ReadOnlyStoreError",
@@ -73,6 +81,7 @@ __all__ = [
     "StoreUrlError",
     "UpdateResult",
     "VersionConflictError",
+    "VersionNotFoundError",
     "export_json",
     "import_json",
     "open_repository",

@@ -10,10 +10,11 @@ from typing import Any, Final
 
 from sqlalchemy.engine import URL
 
-from .engine import LOCK_TIMEOUT_DEFAULT, check_schema, make_engine, upgrade_schema
+from .engine import LOCK_TIMEOUT_DEFAULT, make_engine
 from .errors import InvalidInputError
 from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository
+from .revisions import check_schema, upgrade_schema
 
 #: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
 ENV_EXPORT_DIR: Final = "ACTI_STORE_EXPORT_DIR"
@@ -22,6 +23,7 @@ ENV_EXPORT_DIR: Final = "ACTI_STORE_EXPORT_DIR"
 def open_repository(
     url: str | URL | None = None,
     *,
+    schema: str | None = None,
     migrate: bool = True,
     read_only: bool = False,
     clock: Clock | None = None,
@@ -29,12 +31,17 @@ def open_repository(
     export_dir: str | os.PathLike[str] | None = None,
     engine_options: dict[str, Any] | None = None,
     lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
+    keep_versions: int | None = None,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
     URLs: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
     ``postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE`` (``pip install
     "acti-store[postgres]"``). Brings the schema to Alembic head unless ``migrate=False``.
+    ``schema`` (PostgreSQL only; else ``ACTI_STORE_SCHEMA``; ``""`` for none) puts every object
+    of the store, its revision too, in that schema of the database (created if missing) and
+    looks for tables nowhere else, so an application's own tables of the same names in other
+    schemas are never touched; without it the store is in the connection's default schema.
     ``read_only=True`` opens for reading only: no migration (the schema must be at head), no
     WAL switch, SQLite ``mode=ro`` (``immutable=1`` when the file's folder is read-only too),
     PostgreSQL read-only transactions; every write raises ``ReadOnlyStoreError``.
@@ -43,11 +50,15 @@ def open_repository(
     ``ACTI_STORE_EXPORT_DIR``; ``""`` for none) names a directory whose JSON files are
     rewritten after each committed write. ``lock_timeout`` (seconds) is how long one call may
     wait in all for a lock another writer holds, retries included; then it fails with a
-    ``StoreUnavailableError`` saying so.
+    ``StoreUnavailableError`` saying so. ``keep_versions`` (None: keep every configuration
+    version) prunes each agent's snapshots on every write to that many besides the current and
+    the labelled ones (``prune_versions``).
 
     Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``) for a
     ``lock_timeout`` that is not a positive number; ``StoreUrlError`` (also a ``ValueError``)
-    for a URL that is not one of those forms; ``MissingDriverError`` (also an ``ImportError``)
+    for a URL that is not one of those forms, for a schema name PostgreSQL would need quoted
+    (see ``acti_store.engine.SCHEMA_NAME_RULE``) and for a schema on SQLite (give acti_store a
+    file of its own instead); ``MissingDriverError`` (also an ``ImportError``)
     when the database driver is not installed, saying what to install;
     ``StoreUnavailableError`` when the database cannot be reached or created;
     ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``) when the store cannot be
@@ -59,12 +70,21 @@ def open_repository(
             "open_repository argument",
             [("lock_timeout", f"must be a positive number of seconds, not {lock_timeout!r}")],
         )
+    if keep_versions is not None and (type(keep_versions) is not int or keep_versions < 0):
+        raise InvalidInputError(
+            "open_repository argument",
+            [("keep_versions", f"must be None or an integer >= 0, not {keep_versions!r}")],
+        )
     if mirror is None and not read_only:
         directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
         if directory:
             mirror = JsonMirror(directory)
     engine = make_engine(
-        url, read_only=read_only, lock_timeout=lock_timeout, **(engine_options or {})
+        url,
+        schema=schema,
+        read_only=read_only,
+        lock_timeout=lock_timeout,
+        **(engine_options or {}),
     )
     try:
         if read_only:
@@ -75,5 +95,10 @@ def open_repository(
         engine.dispose()
         raise
     return SqlAgentRepository(
-        engine, clock=clock, mirror=mirror, read_only=read_only, lock_timeout=lock_timeout
+        engine,
+        clock=clock,
+        mirror=mirror,
+        read_only=read_only,
+        lock_timeout=lock_timeout,
+        keep_versions=keep_versions,
     )

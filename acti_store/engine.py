@@ -1,30 +1,28 @@
-"""The engine of a store: its URL, the SQLite connection policy, and the schema at Alembic head.
+"""The engine of a store: its URL and PostgreSQL schema, and each engine's connection policy.
 
 Nothing here knows the JSON interchange or the mirror: ``acti_store.bootstrap`` wires those.
+Bringing the schema to Alembic head is ``acti_store.revisions``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
-from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, column, create_engine, event, func, select, text
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import table as sa_table
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from .dberrors import is_sqlite_busy, unreachable
+from .dberrors import is_sqlite_busy
 from .errors import (
-    InvalidInputError,
     MissingDriverError,
     SchemaVersionError,
     StoreUnavailableError,
@@ -32,6 +30,8 @@ from .errors import (
 )
 
 ENV_URL: Final = "ACTI_STORE_URL"
+#: The PostgreSQL schema of acti_store's objects when ``open_repository(schema=...)`` is not given.
+ENV_SCHEMA: Final = "ACTI_STORE_SCHEMA"
 DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
 #: How long one call of the store may wait, in all, for a lock another writer holds (seconds):
 #: ``open_repository(lock_timeout=...)``. Every wait for a lock (SQLite's busy timeout,
@@ -63,12 +63,20 @@ POSTGRES_BEGIN_SNAPSHOT: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE REA
 VERSION_TABLE: Final = "acti_store_alembic_version"
 #: Where acti_store kept its revision before; moved to ``VERSION_TABLE`` on the first write open.
 LEGACY_VERSION_TABLE: Final = "alembic_version"
-#: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
-_PG_MIGRATION_LOCK: Final = 0x61637469
 #: The drivers acti_store runs on, by database (the driver part of ``dialect+driver://``).
 SUPPORTED_DRIVERS: Final = {"sqlite": "pysqlite", "postgresql": "psycopg"}
 #: What to install for a driver that is missing.
 DRIVER_EXTRAS: Final = {"psycopg": 'pip install "acti-store[postgres]"'}
+#: A schema name acti_store takes: an identifier PostgreSQL keeps as written without quotes.
+_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: The rule ``_SCHEMA_NAME`` (and the names PostgreSQL reserves) in words.
+SCHEMA_NAME_RULE: Final = (
+    "lower-case letters, digits and underscores, starting with a letter or an underscore, at "
+    "most 63 characters, not starting with pg_ (PostgreSQL's own), e.g. acti"
+)
+#: The execution option that carries a store's schema (None: the connection's default schema)
+#: on its engine and every connection of it, so the migrations know where they run.
+SCHEMA_OPTION: Final = "acti_schema"
 SUPPORTED_URLS: Final = (
     "Use sqlite:///relative/path.db, sqlite:////absolute/path.db, or "
     "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE (PostgreSQL needs "
@@ -100,6 +108,38 @@ def resolve_url(url: str | URL | None = None) -> URL:
     return resolved
 
 
+def resolve_schema(schema: str | None, url: URL) -> str | None:
+    """The PostgreSQL schema that holds the store: ``schema``, else ``ACTI_STORE_SCHEMA``; None
+    (also for ``""``) is the connection's default schema, where stores have always been.
+
+    Raises ``StoreUrlError`` for a name that breaks ``SCHEMA_NAME_RULE``, and for any schema on
+    SQLite, which has none: a store there shares nothing when it has a database file of its own.
+    """
+    given = os.environ.get(ENV_SCHEMA, "") if schema is None else schema
+    if not given:
+        return None
+    named = f"schema {given[:100]!r}" if schema is not None else f"{ENV_SCHEMA}={given[:100]!r}"
+    if url.get_backend_name() != "postgresql":
+        raise StoreUrlError(
+            f"{named}: a schema of its own is for PostgreSQL. On SQLite, give acti_store a "
+            "database file of its own (e.g. sqlite:///acti_store.db) instead of the "
+            "application's" + ("" if schema is not None else f", and unset {ENV_SCHEMA}")
+        )
+    if (
+        not _SCHEMA_NAME.fullmatch(given)
+        or given.startswith("pg_")
+        or given == "information_schema"
+    ):
+        raise StoreUrlError(f"{named} is not a schema name acti_store can use: {SCHEMA_NAME_RULE}")
+    return given
+
+
+def store_schema(bind: Connection | Engine) -> str | None:
+    """The schema of the store ``bind`` (made by ``make_engine``) works on; None: the default."""
+    schema = bind.get_execution_options().get(SCHEMA_OPTION)
+    return str(schema) if schema else None
+
+
 def _shown_url(given: str | URL) -> str:
     """The URL a user gave, quoted in an error only when it cannot hold a password."""
     text = given.render_as_string(hide_password=True) if isinstance(given, URL) else str(given)
@@ -117,15 +157,25 @@ def migrations_dir() -> Path:
     raise SchemaVersionError(f"Alembic migrations not found next to {here}")
 
 
-def alembic_config(url: URL | None = None) -> Config:
+#: The ini option (``[alembic]`` section) naming the schema of the store Alembic migrates; what
+#: ``alembic -x schema=NAME`` gives on the command line. Read by ``migrations/env.py``.
+SCHEMA_INI_OPTION: Final = "acti_store_schema"
+
+
+def alembic_config(url: URL | None = None, schema: str | None = None) -> Config:
     """An Alembic config for our migrations (no alembic.ini needed); the public form is
-    ``acti_store.migrations.alembic_config``."""
+    ``acti_store.migrations.alembic_config``. ``schema`` (PostgreSQL) as ``make_engine`` takes
+    it: None leaves it to ``ACTI_STORE_SCHEMA``, ``""`` is the default schema."""
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if url is not None:
         cfg.set_main_option(
             "sqlalchemy.url", url.render_as_string(hide_password=False).replace("%", "%%")
         )
+    if schema is not None:
+        if url is not None:
+            resolve_schema(schema, url)  # refused now rather than when Alembic runs
+        cfg.set_main_option(SCHEMA_INI_OPTION, schema)
     return cfg
 
 
@@ -150,14 +200,31 @@ def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     cursor.close()
 
 
-def _postgresql_connect(dbapi_connection: Any, lock_timeout: float, *, read_only: bool) -> None:
-    # A write waiting for a row lock gives up after lock_timeout (PostgreSQL waits forever by
-    # default): the repository then retries within the same deadline, or reports the lock.
-    ms = max(1, round(lock_timeout * 1000))
+def postgresql_session_sql(
+    lock_timeout: float, *, read_only: bool = False, schema: str | None = None
+) -> list[str]:
+    """What every PostgreSQL session of a store runs first (any engine or pool of the store).
+
+    A write waiting for a row lock gives up after ``lock_timeout`` (PostgreSQL waits forever by
+    default): the repository then retries within the same deadline, or reports the lock.
+    ``read_only``: every transaction of the session is read-only, so the server refuses writes.
+    ``schema`` (checked by ``resolve_schema``) is the whole search path: every name acti_store
+    uses, in its precompiled statements too, resolves there and only there (and in pg_catalog,
+    which PostgreSQL always searches first); a table of the application's in another schema is
+    out of reach, even when the store's schema is empty or missing.
+    """
+    statements = [f"SET lock_timeout = {max(1, round(lock_timeout * 1000))}"]
+    if read_only:
+        statements.append("SET SESSION default_transaction_read_only = on")
+    if schema is not None:
+        statements.append(f'SET search_path TO "{schema}"')
+    return statements
+
+
+def _postgresql_connect(dbapi_connection: Any, statements: list[str]) -> None:
     with dbapi_connection.cursor() as cursor:
-        cursor.execute(f"SET lock_timeout = {ms}")
-        if read_only:  # every transaction of the session is read-only: the server refuses writes
-            cursor.execute("SET SESSION default_transaction_read_only = on")
+        for statement in statements:
+            cursor.execute(statement)
     dbapi_connection.commit()
 
 
@@ -183,31 +250,59 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(SQLITE_BEGIN_WRITE if writes else SQLITE_BEGIN_READ)
 
 
-def make_engine(
+def make_async_engine(
     url: str | URL | None = None,
     *,
+    schema: str | None = None,
     read_only: bool = False,
     lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
     **kwargs: Any,
+) -> AsyncEngine:
+    """``make_engine``'s PostgreSQL store on psycopg's async connections (the URL's driver
+    becomes ``psycopg_async``), with the same options and connection policy: what the
+    repository's coroutines run on. SQLite has no async engine here (its coroutines use threads)."""
+    resolved = resolve_url(url)
+    if resolved.get_backend_name() != "postgresql":
+        raise StoreUrlError("an async engine is made for PostgreSQL stores only")
+    sync_engine = make_engine(
+        resolved,
+        schema=schema,
+        read_only=read_only,
+        lock_timeout=lock_timeout,
+        _async=True,
+        **kwargs,
+    )
+    return AsyncEngine(sync_engine)
+
+
+def make_engine(
+    url: str | URL | None = None,
+    *,
+    schema: str | None = None,
+    read_only: bool = False,
+    lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
+    _async: bool = False,
+    **kwargs: Any,
 ) -> Engine:
     """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout; both: lock
-    waits end after ``lock_timeout`` seconds).
+    waits end after ``lock_timeout`` seconds; PostgreSQL: ``schema`` as the search path).
 
-    ``read_only`` opens for reading only (``read_only_url``; no WAL switch, no folder created;
-    PostgreSQL sessions default to read-only transactions). Raises ``StoreUrlError`` for a URL
-    acti_store cannot use, ``MissingDriverError`` (saying what to install) when its driver is
-    missing, and ``StoreUnavailableError`` when the SQLite file's folder cannot be created.
+    ``schema`` (PostgreSQL; else ``ACTI_STORE_SCHEMA``, ``resolve_schema``) is carried by the
+    engine and its connections (``store_schema``). ``read_only`` opens for reading only
+    (``read_only_url``; no WAL switch, no folder created; PostgreSQL sessions default to
+    read-only transactions). Raises ``StoreUrlError`` for a URL or schema acti_store cannot
+    use, ``MissingDriverError`` (saying what to install) when its driver is missing, and
+    ``StoreUnavailableError`` when the SQLite file's folder cannot be created.
     """
     resolved = resolve_url(url)
-
-    def connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-        if resolved.get_backend_name() == "sqlite":
-            policy = _sqlite_reader if read_only else _sqlite_connect
-            policy(dbapi_connection, lock_timeout)
-        elif resolved.get_backend_name() == "postgresql":
-            _postgresql_connect(dbapi_connection, lock_timeout, read_only=read_only)
+    own_schema = resolve_schema(schema, resolved)
 
     if resolved.get_backend_name() == "sqlite":
+
+        def sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+            policy = _sqlite_reader if read_only else _sqlite_connect
+            policy(dbapi_connection, lock_timeout)
+
         if read_only:
             resolved = read_only_url(resolved)
         else:
@@ -216,12 +311,24 @@ def make_engine(
         # path, SQLAlchemy's own connections), so the pool need not roll back again on check-in.
         kwargs.setdefault("pool_reset_on_return", None)
         engine = _create_engine(resolved, kwargs)
-        event.listen(engine, "connect", connect)
+        event.listen(engine, "connect", sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
+
+    session = postgresql_session_sql(lock_timeout, read_only=read_only, schema=own_schema)
+
+    def postgresql_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        _postgresql_connect(dbapi_connection, session)
+
     kwargs.setdefault("pool_pre_ping", True)
+    if _async:  # what create_async_engine does: its sync engine, on the async driver's pool
+        resolved = resolved.set(drivername=f"{resolved.get_backend_name()}+psycopg_async")
+        kwargs["_is_async"] = True
     engine = _create_engine(resolved, kwargs)
-    event.listen(engine, "connect", connect)
+    # First of the connect listeners, so the dialect reads the store's schema as the default
+    # schema (``current_schema()``) when it first connects: reflection looks there.
+    event.listen(engine, "connect", postgresql_connect, insert=True)
+    engine.update_execution_options(**{SCHEMA_OPTION: own_schema})
     return engine
 
 
@@ -283,6 +390,19 @@ def read_only_url(url: URL) -> URL:
     return url.set(database=f"file:{quote(str(path))}?{query}").update_query_dict({"uri": "true"})
 
 
+#: Query parameters of a database URL that hold a credential (never shown in ``store_location``).
+_URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
+
+
+def store_location(url: URL) -> str:
+    """Where the store at ``url`` is, for people: a SQLite file's absolute path, else the URL
+    without its password (libpq also takes one from the query string: dropped too)."""
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        return str(sqlite_path(url.database or "").resolve())
+    secrets = [key for key in url.query if key.lower() in _URL_SECRET_PARAMETERS]
+    return url.difference_update_query(secrets).render_as_string(hide_password=True)
+
+
 def sqlite_path(database: str) -> Path:
     """The file a SQLite URL's database names: a path, or a ``file:`` URI (``read_only_url``)."""
     if database.startswith("file:"):
@@ -298,158 +418,3 @@ def _sqlite_reader(dbapi_connection: Any, lock_timeout: float) -> None:
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     cursor.execute("PRAGMA query_only = ON")
     cursor.close()
-
-
-def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[str]]:
-    """Bring the schema to Alembic head (or to revision ``target``, up or down), on a connection
-    we hand to Alembic; return the revisions before and after.
-
-    Refuses (``SchemaVersionError``) a database stamped with a revision this code does not know:
-    it was written by a newer acti_store. A store whose revision an earlier acti_store kept in
-    ``alembic_version`` has it moved to ``VERSION_TABLE`` first, in the same transaction.
-    Concurrent callers queue on a lock and all succeed.
-    """
-    cfg = alembic_config()
-    script = ScriptDirectory.from_config(cfg)
-    heads = set(script.get_heads())
-    current, legacy = _current_heads(engine, script)
-    _refuse_unknown(script, current)
-    if target == "head" and current == heads and not legacy:
-        return current, current
-    with engine.execution_options(acti_write=True).begin() as conn:
-        migration_lock(conn)
-        before = adopt_legacy_version(conn, script)
-        _refuse_unknown(script, before)
-        if target == "head" or not _is_ancestor(script, target, before):
-            if target != "head":
-                _known_target(script, target)
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, target)
-        else:
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, target)
-        after = _heads_in(conn, VERSION_TABLE)
-    return before, after
-
-
-def migration_lock(conn: Connection) -> None:
-    """Queue behind any other migration of this database, until ``conn``'s transaction ends.
-
-    PostgreSQL: an advisory lock. SQLite: the transaction began with ``BEGIN IMMEDIATE`` (a
-    connection with the execution option ``acti_write``), which is the lock."""
-    if conn.dialect.name == "postgresql":
-        # Openers queue behind a migration however long it takes (a table rewrite may take
-        # longer than lock_timeout): it is not a write waiting on another writer.
-        conn.execute(text("SET LOCAL lock_timeout = 0"))
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
-
-
-def adopt_legacy_version(conn: Connection, script: ScriptDirectory) -> set[str]:
-    """Move our revision from ``alembic_version`` (where acti_store kept it before) to
-    ``VERSION_TABLE``, in ``conn``'s transaction (hold ``migration_lock``); return the revisions
-    in ``VERSION_TABLE`` afterwards.
-
-    Only revisions of our own scripts move, and only when ``VERSION_TABLE`` holds none: an
-    application's own revision stays in ``alembic_version``. The old table is dropped when our
-    row was all it held.
-    """
-    current = _heads_in(conn, VERSION_TABLE)
-    if current:
-        return current
-    ours = [rev for rev in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, rev)]
-    if not ours:
-        return current
-    context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-    for revision in ours:
-        context.stamp(script, revision)
-    table = sa_table(LEGACY_VERSION_TABLE, column("version_num"))
-    conn.execute(table.delete().where(table.c.version_num.in_(ours)))
-    if conn.execute(select(func.count()).select_from(table)).scalar_one() == 0:
-        conn.execute(text(f"DROP TABLE {LEGACY_VERSION_TABLE}"))
-    return _heads_in(conn, VERSION_TABLE)
-
-
-def check_schema(engine: Engine) -> None:
-    """Refuse (``SchemaVersionError``) a store whose schema is not at Alembic head, writing
-    nothing: what a read-only open does instead of ``upgrade_schema``."""
-    script = ScriptDirectory.from_config(alembic_config())
-    heads = set(script.get_heads())
-    current, legacy = _current_heads(engine, script)
-    _refuse_unknown(script, current)
-    if current != heads:
-        at = ", ".join(sorted(current)) or "none (no acti_store schema)"
-        raise SchemaVersionError(
-            f"the store's schema is at revision {at}, not {', '.join(sorted(heads))}, and a "
-            "read-only open does not upgrade it: open it once with write access (acti-store "
-            "migrate) first"
-        )
-    if legacy:
-        raise SchemaVersionError(
-            f"the store records its schema revision in {LEGACY_VERSION_TABLE}, as earlier "
-            f"versions of acti_store did, and a read-only open does not move it to "
-            f"{VERSION_TABLE}: open it once with write access (acti-store migrate) first"
-        )
-
-
-def current_revisions(engine: Engine) -> tuple[set[str], set[str], bool]:
-    """The store's revisions, the heads of our scripts, and whether the store's revision is
-    still in ``alembic_version`` (``acti-store migrate --current``)."""
-    script = ScriptDirectory.from_config(alembic_config())
-    current, legacy = _current_heads(engine, script)
-    return current, set(script.get_heads()), legacy
-
-
-def _current_heads(engine: Engine, script: ScriptDirectory) -> tuple[set[str], bool]:
-    """The store's revisions, and whether they are still in ``alembic_version`` (not moved)."""
-    try:
-        with engine.connect() as conn:
-            current = _heads_in(conn, VERSION_TABLE)
-            if current:
-                return current, False
-            legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
-            return legacy, bool(legacy)
-    except Exception as exc:  # the database cannot be reached at all
-        raise unreachable(exc) from exc
-
-
-def _heads_in(conn: Connection, version_table: str) -> set[str]:
-    context = MigrationContext.configure(conn, opts={"version_table": version_table})
-    return set(context.get_current_heads())
-
-
-def _known(script: ScriptDirectory, revision: str) -> bool:
-    try:
-        return script.get_revision(revision) is not None
-    except Exception:
-        return False
-
-
-def _known_target(script: ScriptDirectory, target: str) -> None:
-    if target != "base" and not _known(script, target):
-        known = ", ".join(r.revision for r in script.walk_revisions())
-        raise InvalidInputError(
-            "migration target", [("revision", f"{target!r} is not one of {known}")]
-        )
-
-
-def _is_ancestor(script: ScriptDirectory, target: str, current: set[str]) -> bool:
-    """Whether going to ``target`` from ``current`` is a downgrade."""
-    _known_target(script, target)
-    if target == "base":
-        return bool(current)
-    below: set[str] = set()
-    for head in current:
-        below.update(
-            r.revision for r in script.walk_revisions(base="base", head=head) if r.revision != head
-        )
-    return target in below
-
-
-def _refuse_unknown(script: ScriptDirectory, current: set[str]) -> None:
-    for revision in current:
-        if not _known(script, revision):
-            raise SchemaVersionError(
-                f"the database is at schema revision {revision!r}, which this version of "
-                "acti_store does not know (it was written by a newer version). Upgrade "
-                "acti_store; nothing was written."
-            )

@@ -36,15 +36,58 @@ class AgentExistsError(AgentStoreError):
 class VersionConflictError(AgentStoreError):
     """The agent changed since the caller read it (optimistic concurrency)."""
 
-    def __init__(self, name: str, expected: int, actual: int) -> None:
-        super().__init__(
-            f"Agent {name!r}: expected version {expected}, the store has {actual}. It changed "
-            "since it was read, or the version given is wrong: read it again and apply the "
-            "change to that version"
-        )
+    def __init__(
+        self, name: str, expected: int, actual: int | None, *, label: str | None = None
+    ) -> None:
+        if label is None:
+            message = (
+                f"Agent {name!r}: expected version {expected}, the store has {actual}. It "
+                "changed since it was read, or the version given is wrong: read it again and "
+                "apply the change to that version"
+            )
+        else:  # a label move's check: ``actual`` is where the label points now (None: nowhere)
+            now = "is not set" if actual is None else f"points at version {actual}"
+            message = (
+                f"Agent {name!r}: label {label!r} was expected at version {expected}, but it "
+                f"{now}. Someone moved it since it was read: read the labels again"
+            )
+        super().__init__(message)
         self.name = name
         self.expected = expected
         self.actual = actual
+        self.label = label
+
+    def __reduce__(self) -> tuple[object, ...]:  # rebuilt with its fields across processes
+        return (
+            _rebuild_conflict,
+            (self.name, self.expected, self.actual, self.label),
+        )
+
+
+def _rebuild_conflict(
+    name: str, expected: int, actual: int | None, label: str | None
+) -> VersionConflictError:
+    return VersionConflictError(name, expected, actual, label=label)
+
+
+class VersionNotFoundError(AgentStoreError, LookupError):
+    """The agent has no snapshot of this version (never made, or pruned)."""
+
+    def __init__(self, name: str, version: int, available: str = "") -> None:
+        detail = f" ({available})" if available else ""
+        super().__init__(f"Agent {name!r} has no version {version}{detail}")
+        self.name = name
+        self.version = version
+
+
+class LabelNotFoundError(AgentStoreError, LookupError):
+    """No label of this name is set on the agent."""
+
+    def __init__(self, name: str, label: str, labels: Sequence[str] = ()) -> None:
+        known = f"; its labels: {', '.join(labels)}" if labels else "; it has no labels"
+        super().__init__(f"Agent {name!r} has no label {label!r}{known}")
+        self.name = name
+        self.label = label
 
 
 class NoChangesError(AgentStoreError, ValueError):

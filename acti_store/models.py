@@ -403,6 +403,11 @@ class ExecutionStats(_Model):
     average_duration_seconds: float | None
     last_executed_at: datetime | None
 
+    @property
+    def success_rate(self) -> float | None:
+        """Successes per run (0.0-1.0), None before the first run."""
+        return self.success_count / self.total_executions if self.total_executions else None
+
 
 class ExecutionRequest(_Model):
     """What a run is asked to do, checked once for every way in (tools, CLI, runner)."""

@@ -41,6 +41,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from .models import BUILDER, NAME_MAX_LENGTH, TOOL_CATEGORIES
+from .versioning import LABEL_MAX_LENGTH
 
 NAMING_CONVENTION: Final = {
     "ix": "ix_%(column_0_label)s",
@@ -222,9 +223,108 @@ class ExecutionRow(Base):
     duration_seconds: Mapped[float] = mapped_column(Float)
     tool_calls_count: Mapped[int] = mapped_column(Integer)
     error_type: Mapped[str | None] = mapped_column(String(100))
+    #: The agent version that ran (NULL: recorded before revision 0006, or imported).
+    agent_version: Mapped[int | None] = mapped_column(Counter)
+
+
+class AgentVersionRow(Base):
+    """An immutable snapshot of an agent's configuration at one version (revision 0006).
+
+    Keyed by ``(agent_id, version)``; on SQLite a ``WITHOUT ROWID`` table, so that the row is
+    stored in its key's B-tree: a snapshot costs a write of one B-tree, not of a table and an
+    index, and an agent's newest versions are read from one range of it."""
+
+    __tablename__ = "agent_versions"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    agent_id: Mapped[int] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=False)
+    description: Mapped[str] = mapped_column(Text)
+    system_prompt: Mapped[str] = mapped_column(Text)
+    tools: Mapped[list[str]] = mapped_column(JSON)
+    model: Mapped[str] = mapped_column(String(200))
+    stratum: Mapped[str | None] = mapped_column(String(8))
+    tags: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    message: Mapped[str | None] = mapped_column(Text)
+
+
+class ArchivedVersionRow(Base):
+    """The snapshots of agents deleted with ``delete_history=False``, kept by name beside
+    their archived history."""
+
+    __tablename__ = "agent_versions_archive"
+    __table_args__ = (Index("ix_agent_versions_archive_agent_name_id", "agent_name", "id"),)
+
+    id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
+    agent_name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
+    version: Mapped[int] = mapped_column(Counter)
+    description: Mapped[str] = mapped_column(Text)
+    system_prompt: Mapped[str] = mapped_column(Text)
+    tools: Mapped[list[str]] = mapped_column(JSON)
+    model: Mapped[str] = mapped_column(String(200))
+    stratum: Mapped[str | None] = mapped_column(String(8))
+    tags: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    message: Mapped[str | None] = mapped_column(Text)
+
+
+class AgentLabelRow(Base):
+    """Where each label of an agent points now."""
+
+    __tablename__ = "agent_labels"
+
+    agent_id: Mapped[int] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    label: Mapped[str] = mapped_column(String(LABEL_MAX_LENGTH), primary_key=True)
+    version: Mapped[int] = mapped_column(Counter)
+
+
+class LabelMoveRow(Base):
+    """The label log: every set, move and removal; archived like the versions."""
+
+    __tablename__ = "agent_label_moves"
+    __table_args__ = (
+        Index("ix_agent_label_moves_agent_id_id", "agent_id", "id"),
+        Index("ix_agent_label_moves_agent_name_id", "agent_name", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
+    agent_id: Mapped[int | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
+    agent_name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
+    label: Mapped[str] = mapped_column(String(LABEL_MAX_LENGTH))
+    from_version: Mapped[int | None] = mapped_column(Counter)
+    to_version: Mapped[int | None] = mapped_column(Counter)
+    moved_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    note: Mapped[str | None] = mapped_column(Text)
+
+
+class VersionStatsRow(Base):
+    """Lifetime run counters of one version of an agent, moved by each run's transaction; they
+    outlive the version's snapshot (pruning) but not the agent."""
+
+    __tablename__ = "agent_version_stats"
+
+    agent_id: Mapped[int] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=False)
+    runs: Mapped[int] = mapped_column(Counter)
+    successes: Mapped[int] = mapped_column(Counter)
+    errors: Mapped[int] = mapped_column(Counter)
+    duration_total: Mapped[float] = mapped_column(Float)
+    last_executed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 #: The Core tables the repository writes its statements against.
 agents = cast(Table, AgentRow.__table__)
 agent_tags = cast(Table, AgentTagRow.__table__)
 executions = cast(Table, ExecutionRow.__table__)
+agent_versions = cast(Table, AgentVersionRow.__table__)
+versions_archive = cast(Table, ArchivedVersionRow.__table__)
+agent_labels = cast(Table, AgentLabelRow.__table__)
+label_moves = cast(Table, LabelMoveRow.__table__)
+version_stats = cast(Table, VersionStatsRow.__table__)

@@ -8,6 +8,14 @@ application's own Alembic may use in the same database; a store whose revision a
 acti_store kept there has it moved first, under the migration lock, in the migration's transaction.
 Loads logging sections only when the ini has them (a minimal ini has none).
 
+PostgreSQL schema of the store (``open_repository(schema=...)``): the one the handed connection or
+engine carries, else ``alembic -x schema=NAME``, else the ini's ``acti_store_schema`` option (set
+by ``acti_store.migrations.alembic_config(url, schema)``), else ``ACTI_STORE_SCHEMA``; ``""`` is the
+default schema. It is the search path of the migration's connection, so every object and the
+version table go there; it is created if missing. ``alembic check`` and autogenerate look only at
+acti_store's own tables (``acti_store.migrations.names.owned_name``): an application's tables in
+the same database or schema are not drift.
+
 Note for future revisions: a batch rebuild of ``agents`` on SQLite drops the table, and with
 foreign keys on that would cascade into ``executions``; rebuild child tables first or avoid it.
 """
@@ -21,12 +29,14 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 
 from acti_store.engine import (
+    SCHEMA_INI_OPTION,
     VERSION_TABLE,
-    adopt_legacy_version,
     make_engine,
-    migration_lock,
+    resolve_schema,
     resolve_url,
 )
+from acti_store.migrations.names import owned_name
+from acti_store.revisions import begin_migration
 from acti_store.schema import Base
 
 config = context.config
@@ -39,17 +49,11 @@ if (
 
 target_metadata = Base.metadata
 
-#: Search-index objects created by raw SQL, not ORM metadata, so ``alembic check`` must not
-#: report them: revision 0003's FTS5 table and its shadow tables (SQLite) and pg_trgm indexes
-#: (PostgreSQL), and revision 0004's ``agents_fts_log`` (SQLite), matched by the "agents_fts"
-#: prefix.
-SEARCH_INDEX_OBJECTS = ("agents_fts", "ix_agents_trgm_")
 
-
-def include_object(
-    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
-) -> bool:
-    return not (reflected and name is not None and name.startswith(SEARCH_INDEX_OBJECTS))
+def _schema_given() -> str | None:
+    """The schema named by ``-x schema=NAME``, else by the ini; None: ``ACTI_STORE_SCHEMA``."""
+    given = context.get_x_argument(as_dictionary=True).get("schema")
+    return given if given is not None else config.get_main_option(SCHEMA_INI_OPTION)
 
 
 def _run(connection: Connection) -> None:
@@ -58,7 +62,7 @@ def _run(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,
         compare_type=True,
-        include_object=include_object,
+        include_name=owned_name,
         version_table=VERSION_TABLE,
     )
     with context.begin_transaction():
@@ -66,15 +70,19 @@ def _run(connection: Connection) -> None:
 
 
 def run_migrations_offline() -> None:
-    url = config.get_main_option("sqlalchemy.url") or resolve_url().render_as_string(False)
+    url = resolve_url(config.get_main_option("sqlalchemy.url") or None)
+    schema = resolve_schema(_schema_given(), url)
     context.configure(
-        url=url,
+        url=url.render_as_string(hide_password=False),
         target_metadata=target_metadata,
         literal_binds=True,
         render_as_batch=True,
         version_table=VERSION_TABLE,
     )
     with context.begin_transaction():
+        if schema is not None:  # what make_engine's sessions do, for the DBA's session
+            context.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            context.execute(f'SET search_path TO "{schema}"')
         context.run_migrations()
 
 
@@ -87,12 +95,11 @@ def run_migrations_online() -> None:
     engine = (
         given
         if isinstance(given, Engine)
-        else make_engine(config.get_main_option("sqlalchemy.url") or None)
+        else make_engine(config.get_main_option("sqlalchemy.url") or None, schema=_schema_given())
     )
     try:
         with engine.execution_options(acti_write=True).connect() as conn, conn.begin():
-            migration_lock(conn)
-            adopt_legacy_version(conn, ScriptDirectory.from_config(config))
+            begin_migration(conn, ScriptDirectory.from_config(config))
             _run(conn)
     finally:
         if engine is not given:

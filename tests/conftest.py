@@ -8,16 +8,22 @@ Without that variable the PostgreSQL lane is skipped with the reason.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from acti_store import AgentConfig, SqlAgentRepository, open_repository
+from acti_store import AgentConfig, AgentRepository, SqlAgentRepository, open_repository
+
+T = TypeVar("T")
 
 POSTGRES_ENV = "ACTI_STORE_TEST_POSTGRES_URL"
 POSTGRES_URL = os.environ.get(POSTGRES_ENV)
@@ -113,3 +119,51 @@ def make_config(name: str = "lead_qualifier", **overrides: object) -> AgentConfi
     }
     fields.update(overrides)
     return AgentConfig.model_validate(fields)
+
+
+#: Repository methods that do no I/O: they have no async twin.
+NO_TWIN = frozenset({"now", "location_of", "history_location_of"})
+
+
+class AsyncDriven:
+    """A repository whose every store method is called through its async twin (``aget`` for
+    ``get``, ...), awaited on an event loop of its own in a background thread: the same tests
+    then drive the async API. Attributes without I/O (``now``, ``location``, ...) pass through."""
+
+    def __init__(self, repository: AgentRepository) -> None:
+        self._repository = repository
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def _await(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    async def _collect(self, items: AsyncIterator[T]) -> list[T]:
+        return [item async for item in items]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in NO_TWIN:
+            return getattr(self._repository, name)
+        value = getattr(self._repository, name)
+        if not callable(value):
+            return value
+        twin = getattr(self._repository, f"a{name}")  # a store method without a twin fails here
+
+        def through_twin(*args: Any, **kwargs: Any) -> Any:
+            result = twin(*args, **kwargs)
+            if inspect.isasyncgen(result):
+                return iter(self._await(self._collect(result)))
+            return self._await(result)
+
+        return through_twin
+
+    def close(self) -> None:
+        self._await(self._repository.aclose())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+#: How the repository suite calls the store: its sync methods, or their async twins.
+APIS = [pytest.param("sync", id="sync"), pytest.param("async", id="async")]

@@ -21,7 +21,18 @@ TEMPLATE_MODULES: Final = frozenset({"acti_store/tools/texts.py"})
 #: The modules below the repository interface (besides the ``repository`` package itself).
 STORAGE_MODULES: Final = frozenset(
     f"acti_store.{name}"
-    for name in ("engine", "sqlexec", "schema", "dberrors", "errors", "models", "validation")
+    for name in (
+        *(
+            "engine",
+            "sqlexec",
+            "schema",
+            "dberrors",
+            "errors",
+            "models",
+            "validation",
+            "versioning",
+        ),
+    )
 )
 
 

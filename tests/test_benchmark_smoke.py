@@ -67,3 +67,30 @@ def test_benchmark_backends_agree(tmp_path: Path) -> None:
     assert int(sanity["searches_with_results"].split("/")[0]) > 0
     assert checks["compared"]["export"]["acti_store[sqlite]"] > 40
     assert checks["compared"]["import (read back)"]["acti_store[sqlite]"] == 40
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_warm_runs_benchmark_runs_and_counts_server_starts(tmp_path: Path) -> None:
+    """``benchmarks.warm_runs`` at a tiny size: every scenario runs, every phase is timed, and the
+    server starts it counts are the ones the runner makes (warm: each server once)."""
+    out = tmp_path / "warm_runs"
+    command = [sys.executable, "-m", "benchmarks.warm_runs", "--repeat", "1"]
+    command += ["--concurrent", "2", "--rounds", "2", "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.with_suffix(".json").read_text())
+    started = [(row["scenario"], row["servers"], row["processes_started"]) for row in rows]
+    assert started == [
+        ("cold, one run after another", 1, 1),
+        ("warm, its first run", 1, 1),
+        ("warm, one run after another", 1, 0),
+        ("cold, one run after another", 3, 3),
+        ("warm, its first run", 3, 3),
+        ("warm, one run after another", 3, 0),
+        ("warm, 2 concurrent runs of 5 agents", 3, 3),
+        ("warm, 1 later burst(s) of 2", 3, 0),
+        ("cold, 2 concurrent runs of 5 agents", 3, 6),
+    ]
+    for row in rows:
+        assert row["overhead"]["median"] > 0 and row["connect"]["median"] > 0

@@ -16,7 +16,7 @@ from acti_store.cli import build_parser, main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 #: Options the table's introduction covers once for every command.
-COMMON_OPTIONS = {"-h", "--help", "--url"}
+COMMON_OPTIONS = {"-h", "--help", "--url", "--schema"}
 
 
 def commands_action() -> argparse._SubParsersAction[argparse.ArgumentParser]:

@@ -97,6 +97,12 @@ def test_every_command_answers_a_bad_url_with_one_error_line(tmp_path: Path) -> 
         "import": [str(folder)],
         "migrate-agents": [str(folder)],
         "run": ["lead_qualifier", "Qualify John"],
+        "versions": ["lead_qualifier"],
+        "diff": ["lead_qualifier", "1", "2"],
+        "rollback": ["lead_qualifier", "1", "--yes"],
+        "label": ["lead_qualifier", "production", "1"],
+        "labels": ["lead_qualifier"],
+        "serve-mcp": [],
     }
     assert sorted(commands) == sorted(_commands())  # a new command gets a case here
     runs = [[command, *args, "--url", BAD_URL] for command, args in commands.items()]
@@ -190,6 +196,8 @@ def test_bad_folders_and_bad_arguments(store: str, tmp_path: Path) -> None:
         ["search", "--sort-by", "colour"],
         ["run", "lead_qualifier", "Go", "--timeout", "0"],
         ["import", "--on-conflict", "merge"],
+        ["serve-mcp", "--transport", "sse"],
+        ["serve-mcp", "--transport", "http", "--port", "0"],
         ["no-such-command"],
         [],
         *(

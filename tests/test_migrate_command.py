@@ -7,11 +7,12 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
+from test_schema_safety import put_revision_in_legacy_table
 
 from acti_store import open_repository
 from acti_store.cli import main as cli_main
-from acti_store.cli.store import MIGRATE_NOT_AT_HEAD
-from acti_store.engine import VERSION_TABLE
+from acti_store.cli.store import MIGRATE_LEGACY_TABLE, MIGRATE_NOT_AT_HEAD
+from acti_store.engine import LEGACY_VERSION_TABLE, VERSION_TABLE
 from acti_store.migrations import alembic_config
 
 SCRIPT = ScriptDirectory.from_config(alembic_config())
@@ -20,13 +21,13 @@ HEAD = SCRIPT.get_current_head()
 PREVIOUS = SCRIPT.get_revision(HEAD).down_revision
 
 
-def revision(url: str) -> list[str]:
+def revision(url: str, table: str = VERSION_TABLE) -> list[str]:
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            if not sa.inspect(conn).has_table(VERSION_TABLE):
+            if not sa.inspect(conn).has_table(table):
                 return []
-            return list(conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars())
+            return list(conn.execute(sa.text(f"SELECT version_num FROM {table}")).scalars())
     finally:
         engine.dispose()
 
@@ -128,3 +129,28 @@ def test_sql_refuses_clearly_when_a_revision_must_read_the_database(
     assert cli_main(["migrate", "--sql", "--url", store_url]) == 1
     assert "revision 0002_v2 computes each agent's tool mask" in capsys.readouterr().err
     assert revision(store_url) == []
+
+
+def test_check_fails_while_the_revision_is_still_in_the_old_table_even_at_head(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store an earlier acti_store left at head, its revision in ``alembic_version``: not
+    "at head" for --check until ``acti-store migrate`` has moved the revision."""
+    open_repository(store_url).close()
+    put_revision_in_legacy_table(store_url)
+
+    assert cli_main(["migrate", "--check", "--url", store_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == f"current: {HEAD}\nhead: {HEAD}\n"
+    assert err == MIGRATE_LEGACY_TABLE + "\n"
+    assert "run acti-store migrate to move it to acti_store_alembic_version" in err
+    assert cli_main(["migrate", "--current", "--url", store_url]) == 0
+    assert capsys.readouterr() == (f"current: {HEAD}\nhead: {HEAD}\n", MIGRATE_LEGACY_TABLE + "\n")
+    assert revision(store_url, LEGACY_VERSION_TABLE) == [HEAD]  # neither moved it
+
+    assert cli_main(["migrate", "--url", store_url]) == 0
+    assert capsys.readouterr().out == f"Schema is at {HEAD}, the latest revision (nothing to do).\n"
+    assert revision(store_url) == [HEAD]
+    assert revision(store_url, LEGACY_VERSION_TABLE) == []
+    assert cli_main(["migrate", "--check", "--url", store_url]) == 0
+    assert capsys.readouterr() == (f"current: {HEAD}\nhead: {HEAD}\n", "")

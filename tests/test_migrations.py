@@ -88,7 +88,7 @@ def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None
             version = conn.execute(
                 sa.text("SELECT version_num FROM acti_store_alembic_version")
             ).scalar()
-        assert version == "0005_counters_64bit"
+        assert version == "0006_versions"
     finally:
         second.close()
 
@@ -142,7 +142,17 @@ def test_sqlite_index_log_hands_over_intact_and_downgrades_into_the_index(tmp_pa
             return list(conn.execute(probe, {"q": f'"{words}"'}).scalars())
 
     assert indexed("unique zebra") == ["agent_003"] and indexed("unique yak") == ["newcomer"]
-    repo.create(make_config("after_downgrade", description="Indexed by the 0003 triggers"))
+    # Today's repository writes snapshots (revision 0006): below it, the row goes in by hand.
+    with repo.engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO agents (name, description, system_prompt, tools, tools_mask, model, "
+                "stratum, tags, created_at, updated_at, version, builder, execution_count, "
+                "success_count, error_count, total_executions) VALUES ('after_downgrade', "
+                "'Indexed by the 0003 triggers', 'p', '[]', 0, 'a:b', NULL, '[]', "
+                "'2025-01-01 00:00:00', '2025-01-01 00:00:00', 1, 'x', 0, 0, 0, 0)"
+            )
+        )
     assert indexed("0003 triggers") == ["after_downgrade"]
     index_matches_agents()
     repo.close()

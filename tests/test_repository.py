@@ -1,12 +1,14 @@
-"""The repository conformance suite: every rule of the store, on SQLite and PostgreSQL."""
+"""The repository conformance suite: every rule of the store, on SQLite and PostgreSQL, through
+the sync methods and through their async twins (``AsyncDriven``: ``get`` is ``await aget``)."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from conftest import FakeClock, make_config
+from conftest import APIS, AsyncDriven, FakeClock, make_config
 
 from acti_store import (
     AgentExistsError,
@@ -22,6 +24,19 @@ from acti_store import (
     SqlAgentRepository,
     VersionConflictError,
 )
+
+
+@pytest.fixture(params=APIS)
+def repo(request: pytest.FixtureRequest, repo: SqlAgentRepository) -> Iterator[SqlAgentRepository]:
+    """The store of each engine, called through its sync methods or through their async twins."""
+    if request.param == "sync":
+        yield repo
+        return
+    driven = AsyncDriven(repo)
+    try:
+        yield driven  # type: ignore[misc]  # the same methods, each through its twin
+    finally:
+        driven.close()
 
 
 def run(repo: SqlAgentRepository, name: str, task: str, success: bool = True, **kw: object):

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import AgentStoreError
-from . import interchange, run, store, write
+from . import interchange, run, serve_mcp, store, versions, write
 from .options import Command, add_global_options, apply_global_options
 
 __all__ = ["build_parser", "main"]
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (store, write, interchange, run):
+    for module in (store, write, versions, interchange, run, serve_mcp):
         module.register(subparsers)
     return parser
 

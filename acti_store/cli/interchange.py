@@ -101,14 +101,25 @@ def _cmd_export(args: argparse.Namespace) -> int:
     repo = _open(args)
     try:
         report = export_json(
-            repo, args.directory, prune=args.prune, durable=args.fsync, progress=bar
+            repo,
+            args.directory,
+            prune=args.prune,
+            durable=args.fsync,
+            progress=bar,
+            versions=args.versions,
         )
     finally:
         repo.close()
         if bar is not None:
             bar.close()
     print(
-        f"Exported {report.agents} agent(s) and {report.histories} history file(s) to "
+        f"Exported {report.agents} agent(s)"
+        + (
+            f", {report.histories} history file(s) and {report.versions} versions file(s)"
+            if args.versions
+            else f" and {report.histories} history file(s)"
+        )
+        + " to "
         f"{report.directory}: {report.written} file(s) written, {report.unchanged} unchanged"
         + (f", {len(report.removed)} removed." if args.prune else ".")
     )
@@ -249,6 +260,11 @@ def register(subparsers: Any) -> None:
         "--fsync",
         action="store_true",
         help="fsync every file before it replaces the old one (safe across power failures)",
+    )
+    export.add_argument(
+        "--versions",
+        action="store_true",
+        help="also write {name}_versions.json per agent: its versions, labels and label log",
     )
     export.set_defaults(func=_cmd_export)
 

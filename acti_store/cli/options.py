@@ -15,7 +15,7 @@ from typing import Any, Final
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..bootstrap import open_repository
-from ..engine import DEFAULT_URL, ENV_URL
+from ..engine import DEFAULT_URL, ENV_SCHEMA, ENV_URL
 from ..repository import AgentRepository, SqlAgentRepository
 from ..tools.builder import BuilderTools
 from ..tools.texts import CLI_CALLS
@@ -27,13 +27,21 @@ Command = Callable[[argparse.Namespace], int]
 EXIT_STATUS: Final[Mapping[str, int]] = {"success": 0, "error": 1}
 
 
+#: Help of ``--schema``, before the command and after it.
+SCHEMA_HELP: Final = (
+    f"PostgreSQL schema of the store, created if missing (default: ${ENV_SCHEMA}, else the "
+    "database's default schema; not for SQLite: use a file of its own)"
+)
+
+
 def add_url_option(parser: argparse.ArgumentParser) -> None:
-    """The ``--url`` option every command that opens the store takes."""
+    """The ``--url`` and ``--schema`` options every command that opens the store takes."""
     parser.add_argument(
         "--url",
         default=None,
         help=f"database URL (default: ${ENV_URL}, else {DEFAULT_URL})",
     )
+    parser.add_argument("--schema", default=None, metavar="NAME", help=SCHEMA_HELP)
 
 
 def add_store_options(parser: argparse.ArgumentParser, *, read_only: bool = False) -> None:
@@ -54,8 +62,11 @@ def add_read_only_option(parser: argparse.ArgumentParser) -> None:
 
 
 def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
-    """Open the store named by ``--url`` (or the environment), read-only with ``--read-only``."""
-    return open_repository(args.url, read_only=getattr(args, "read_only", False))
+    """Open the store named by ``--url`` and ``--schema`` (or the environment), read-only with
+    ``--read-only``."""
+    return open_repository(
+        args.url, schema=args.schema, read_only=getattr(args, "read_only", False)
+    )
 
 
 def add_field_argument(
@@ -144,7 +155,7 @@ def package_version() -> str:
 
 
 def add_global_options(parser: argparse.ArgumentParser) -> None:
-    """``acti-store``'s own options, before the command: ``--url`` and ``--version``."""
+    """``acti-store``'s own options, before the command: ``--url``, ``--schema``, ``--version``."""
     parser.add_argument(
         "--url",
         dest="global_url",
@@ -153,13 +164,23 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
         help=f"database URL for any command (default: ${ENV_URL}, else {DEFAULT_URL}); a --url "
         "after the command wins",
     )
+    parser.add_argument(
+        "--schema",
+        dest="global_schema",
+        default=None,
+        metavar="NAME",
+        help=f"{SCHEMA_HELP}; a --schema after the command wins",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
 
 
 def apply_global_options(args: argparse.Namespace) -> None:
-    """Give the command the ``--url`` given before it, unless it was given one of its own."""
+    """Give the command the ``--url`` and ``--schema`` given before it, unless it was given
+    its own."""
     if getattr(args, "url", None) is None:
         args.url = args.global_url
+    if getattr(args, "schema", None) is None:
+        args.schema = args.global_schema
 
 
 def cli_tools(repo: AgentRepository) -> BuilderTools:

@@ -37,6 +37,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             args.task,
             timeout=args.timeout,
             skip_unavailable_tools=args.skip_unavailable_tools,
+            version=args.version,
+            label=args.label,
         )
     finally:
         repo.close()
@@ -69,6 +71,19 @@ def register(subparsers: Any) -> None:
         dest="skip_unavailable_tools",
         action="store_false",
         help="fail instead of running in degraded mode when a tool category is unavailable",
+    )
+    pin = parser.add_mutually_exclusive_group()
+    pin.add_argument(
+        "--version",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run this saved version's configuration (1 or more; default: the current one)",
+    )
+    pin.add_argument(
+        "--label",
+        default=None,
+        help="run the version this label points at (e.g. production)",
     )
     parser.add_argument(
         "--mcp-config",

@@ -17,10 +17,17 @@ from alembic.util import CommandError
 from pydantic import BaseModel
 from sqlalchemy import Engine
 
-from ..engine import alembic_config, current_revisions, make_engine, upgrade_schema
+from ..engine import (
+    LEGACY_VERSION_TABLE,
+    VERSION_TABLE,
+    alembic_config,
+    make_engine,
+    store_schema,
+)
 from ..errors import SchemaVersionError
 from ..models import SEARCH_LIMIT_MAX, SORT_FIELDS, AgentConfig, ExecutionRecord
 from ..repository import SqlAgentRepository
+from ..revisions import current_revisions, upgrade_schema
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.schemas import AgentNameArgs, GetAgentHistoryArgs, NoArgs, SearchAgentsArgs
@@ -38,6 +45,12 @@ from .options import (
 #: What ``migrate --check`` says (on stderr) when the store is not at the latest revision.
 MIGRATE_NOT_AT_HEAD: Final = (
     "the store is not at the latest schema revision: run acti-store migrate to upgrade it"
+)
+#: What ``migrate --check`` and ``--current`` say (on stderr) when the store's revision is still
+#: where an earlier acti_store kept it: ``--check`` then exits 1, whatever the revision.
+MIGRATE_LEGACY_TABLE: Final = (
+    f"the store records its schema revision in {LEGACY_VERSION_TABLE}, as earlier versions of "
+    f"acti_store did: run acti-store migrate to move it to {VERSION_TABLE}"
 )
 
 #: The agents ``quickstart`` creates: the contract's three examples.
@@ -107,7 +120,7 @@ def _revisions(revisions: set[str]) -> str:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    engine = make_engine(args.url)
+    engine = make_engine(args.url, schema=args.schema)
     try:
         if args.check or args.current or args.sql:
             current, heads, legacy = current_revisions(engine)
@@ -117,6 +130,9 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
             if args.check and current != heads:
                 print(MIGRATE_NOT_AT_HEAD, file=sys.stderr)
                 return 1
+            if legacy:
+                print(MIGRATE_LEGACY_TABLE, file=sys.stderr)
+                return 1 if args.check else 0
             return 0
         before, after = upgrade_schema(engine, args.to or "head")
     finally:
@@ -132,14 +148,10 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 def _print_upgrade_sql(engine: Engine, current: set[str], legacy: bool) -> int:
     """Alembic's offline mode: the SQL that would bring the store from its revision to head."""
     if legacy:
-        raise SchemaVersionError(
-            "the store records its schema revision in alembic_version, as earlier versions of "
-            "acti_store did: run acti-store migrate once (it moves the revision to "
-            "acti_store_alembic_version) before asking for the upgrade SQL"
-        )
+        raise SchemaVersionError(f"{MIGRATE_LEGACY_TABLE} once, before asking for the upgrade SQL")
     if len(current) > 1:
         raise SchemaVersionError(f"the store has several revisions ({_revisions(current)})")
-    cfg = alembic_config(engine.url)
+    cfg = alembic_config(engine.url, store_schema(engine) or "")
     cfg.output_buffer = sys.stdout
     try:
         command.upgrade(cfg, f"{next(iter(current))}:head" if current else "head", sql=True)

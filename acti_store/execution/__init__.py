@@ -11,6 +11,9 @@
     print(report.text)                              # the contract's text
     report.artifact["status"]                       # "success" or "error"
 
+    async with AgentRunner(repo, keep_servers=300.0) as runner:   # MCP servers kept warm
+        report = await runner.run(repo.get("lead_qualifier"), "Qualify Jane from Initech")
+
 Needs the ``agents`` extra (deepagents, langchain, langchain-mcp-adapters, mcp).
 """
 
@@ -23,9 +26,11 @@ from .redaction import MODEL_API_KEYS
 from .results import ExecutionResult, RunReport, ToolCallRecord, Unavailable
 
 if TYPE_CHECKING:
+    from .pool import RunnerClosedError, UnclosedRunnerWarning
     from .runner import AgentRunner, ModelFactory
 
 _RUNNER_NAMES = ("AgentRunner", "ModelFactory")
+_POOL_NAMES = ("RunnerClosedError", "UnclosedRunnerWarning")
 
 
 def __getattr__(name: str) -> Any:
@@ -35,6 +40,10 @@ def __getattr__(name: str) -> Any:
         from . import runner
 
         return getattr(runner, name)
+    if name in _POOL_NAMES:
+        from . import pool
+
+        return getattr(pool, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -49,6 +58,8 @@ __all__ = [
     "McpCatalogError",
     "ModelFactory",
     "RunReport",
+    "RunnerClosedError",
     "ToolCallRecord",
     "Unavailable",
+    "UnclosedRunnerWarning",
 ]

@@ -107,6 +107,28 @@ async def compute(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) ->
     return await asyncio.get_running_loop().run_in_executor(_compute_executor(), call)
 
 
+def wait_in_background(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """``coro`` run on the runs' loop, waited for by synchronous code (with this context).
+
+    Interrupted (Ctrl-C) or out of ``timeout``, the run is cancelled. Raises ``RuntimeError``
+    on the runs' loop itself, which would wait for itself.
+    """
+    loop = _RUNS.get()
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        coro.close()
+        raise RuntimeError("cannot wait for the runs' loop on it: await the coroutine")
+    future = asyncio.run_coroutine_threadsafe(coro, loop)  # runs in a copy of this context
+    try:
+        return future.result(timeout)
+    except BaseException:
+        future.cancel()
+        raise
+
+
 async def in_background(coro: Coroutine[Any, Any, T]) -> T:
     """Await ``coro`` run on the runs' loop; the caller's loop stays free meanwhile."""
     caller = asyncio.get_running_loop()

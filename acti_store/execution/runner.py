@@ -9,9 +9,11 @@ The flow is the contract's ("Behavior Flow" of ``execute_created_agent``):
 4. the servers of the available categories are started, in parallel, and ONE session per server is
    held for the whole run (each by its own task, so the MCP SDK's cancel scopes stay in the task
    that opened them); a server that fails to start or does not answer is an MCP error, or one more
-   unavailable category in degraded mode;
+   unavailable category in degraded mode. A runner with ``keep_servers`` takes warm sessions from
+   its ``pool`` instead, shared with other runs, and starts only the servers it lacks;
 5. a deep agent is built with only those tools; a tool call to anything else is refused;
-6. the task runs within what is left of the timeout; the servers are stopped whatever happens.
+6. the task runs within what is left of the timeout; the servers are stopped whatever happens
+   (a warm runner's are let go of, and stopped once idle for ``keep_servers`` seconds).
 
 Every run that gets past step 3 is recorded in the agent's history, which moves its counters.
 
@@ -25,9 +27,9 @@ Credentials reach only their own category's server, and their values are scrubbe
 artifact, history record and log line.
 
 The parts a run uses live beside this module: ``redaction`` (the ``Scrubber``), ``servers`` (the
-``ServerPool``) and ``stdio`` (its stdio transport), ``gate`` (the ``ToolGate`` middleware),
-``background`` (the runs' loop), ``outcome`` (the run's state and report), ``texts`` and
-``results``.
+``ServerPool``) and ``stdio`` (its stdio transport), ``pool`` (warm sessions), ``gate`` (the
+``ToolGate`` middleware), ``background`` (the runs' loop), ``outcome`` (the run's state and
+report), ``texts`` and ``results``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -51,10 +54,11 @@ from ..errors import AgentStoreError
 from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, ExecutionRequest
 from ..repository import AgentRepository
 from . import texts
-from .background import compute, in_background
+from .background import compute, in_background, wait_in_background
 from .catalog import McpCatalog
 from .gate import ToolGate
 from .outcome import CONNECT_TIMEOUT_MAX, CONNECT_TIMEOUT_SHARE, Outcome, RunState, finish
+from .pool import KeepsServers, WarmPool
 from .redaction import MODEL_API_KEYS, REDACTED, Scrubber, model_key_values
 from .results import (
     EXECUTION_ERROR,
@@ -70,7 +74,7 @@ from .results import (
     Unavailable,
     describe_error,
 )
-from .servers import ServerPool
+from .servers import ServerPool, started
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +89,7 @@ def _request(task: str, timeout: float | None, skip_unavailable_tools: bool) -> 
     )
 
 
-class AgentRunner:
+class AgentRunner(KeepsServers):
     """Runs stored agents with their MCP tools, and records each run in the agent's history.
 
     ``model``: a chat model used for every run, or a callable taking the agent's model string and
@@ -94,6 +98,11 @@ class AgentRunner:
     ``None`` (``$ACTI_STORE_MCP_CONFIG``, else the default public servers). ``connect_timeout``:
     how long the servers may take to start, within the run's timeout (default: half of it, at
     most 30 s); a server that takes longer is an MCPTimeoutError, or unavailable in degraded mode.
+
+    ``keep_servers``: seconds an MCP server stays up after the last run that used it (``None``,
+    the default: each run starts its servers and stops them when it ends). Such a runner shares
+    its servers between runs, concurrent ones too (see ``pool``); close it (``async with``,
+    ``aclose()`` or ``close()``) to stop them.
     """
 
     def __init__(
@@ -103,32 +112,45 @@ class AgentRunner:
         model: BaseChatModel | ModelFactory | None = None,
         catalog: McpCatalog | str | os.PathLike[str] | None = None,
         connect_timeout: float | None = None,
+        keep_servers: float | None = None,
     ) -> None:
         if connect_timeout is not None and connect_timeout <= 0:
             raise ValueError("connect_timeout must be positive")
+        if keep_servers is not None and not (math.isfinite(keep_servers) and keep_servers >= 0):
+            raise ValueError("keep_servers must be a number of seconds, 0 or more")
         self._repo = repo
         self._model = model
         self._catalog = McpCatalog.load(catalog)
         self._connect_timeout = connect_timeout
+        super().__init__(None if keep_servers is None else WarmPool(keep_servers))
 
     @property
     def catalog(self) -> McpCatalog:
         return self._catalog
 
+    @property
+    def repo(self) -> AgentRepository:
+        return self._repo
+
     def run_sync(
         self,
-        agent: Agent,
+        agent: Agent | str,
         task: str,
         *,
         timeout: float | None = TIMEOUT_DEFAULT,
         skip_unavailable_tools: bool = True,
+        version: int | None = None,
+        label: str | None = None,
     ) -> RunReport:
         """``run``, from synchronous code, on an event loop of its own (``asyncio.run``); in a
         worker thread when this thread runs a loop."""
         request = _request(task, timeout, skip_unavailable_tools)
+        chosen, pinned = self._pinned(agent, version, label)
+        if self._warm is not None:  # its servers live on the runs' loop
+            return wait_in_background(self._perform(chosen, request, pinned))
 
         def run() -> RunReport:
-            return asyncio.run(self._perform(agent, request))
+            return asyncio.run(self._perform(chosen, request, pinned))
 
         try:
             asyncio.get_running_loop()
@@ -139,11 +161,13 @@ class AgentRunner:
 
     async def run(
         self,
-        agent: Agent,
+        agent: Agent | str,
         task: str,
         *,
         timeout: float | None = TIMEOUT_DEFAULT,
         skip_unavailable_tools: bool = True,
+        version: int | None = None,
+        label: str | None = None,
     ) -> RunReport:
         """Run ``task`` with ``agent`` and its MCP tools; return the contract's report.
 
@@ -154,11 +178,32 @@ class AgentRunner:
         The run goes on the runners' own event loop, in a background thread (``background``):
         this coroutine only waits for it, so the caller's loop stays free however many runs go
         on. Cancelling it cancels the run (its servers are stopped before it returns).
+
+        ``agent`` is the agent or its name; ``version`` or ``label`` pins the run to that saved
+        version's configuration (``get_version``), and the run is counted for that version.
+        Raises what ``get`` / ``get_version`` raise for a name, version or label not found.
         """
         request = _request(task, timeout, skip_unavailable_tools)
-        return await in_background(self._perform(agent, request))
+        if isinstance(agent, Agent) and version is None and label is None:
+            chosen, pinned = agent, None
+        else:  # the store's reads, in a thread
+            chosen, pinned = await asyncio.to_thread(self._pinned, agent, version, label)
+        return await in_background(self._perform(chosen, request, pinned))
 
-    async def _perform(self, agent: Agent, request: ExecutionRequest) -> RunReport:
+    def _pinned(
+        self, agent: Agent | str, version: int | None, label: str | None
+    ) -> tuple[Agent, int | None]:
+        """The agent to run (with the pinned version's configuration) and the version pinned."""
+        if version is None and label is None:
+            return (agent if isinstance(agent, Agent) else self._repo.get(agent)), None
+        name = agent if isinstance(agent, str) else agent.name
+        current = agent if isinstance(agent, Agent) else self._repo.get(name)
+        saved = self._repo.get_version(name, version, label=label)
+        return Agent(**dict(saved.config), metadata=current.metadata), saved.version
+
+    async def _perform(
+        self, agent: Agent, request: ExecutionRequest, pinned: int | None = None
+    ) -> RunReport:
         environ = dict(os.environ)
         state = RunState(
             agent=agent,
@@ -171,14 +216,15 @@ class AgentRunner:
             connect_limit=self._connect_timeout,
         )
         outcome = await self._run(state, request.skip_unavailable_tools)
-        return await asyncio.to_thread(self._conclude, state, outcome)
+        return await asyncio.to_thread(self._conclude, state, outcome, pinned)
 
-    def _conclude(self, state: RunState, outcome: Outcome) -> RunReport:
-        """The report of ``outcome``, recorded in the history if the run counts (in a thread)."""
+    def _conclude(self, state: RunState, outcome: Outcome, pinned: int | None = None) -> RunReport:
+        """The report of ``outcome``, recorded in the history if the run counts (in a thread),
+        for the ``pinned`` version (default: the current one)."""
         report = finish(state, outcome)
         if report.record is not None:
             try:
-                self._repo.record_execution(state.agent.name, report.record)
+                self._repo.record_execution(state.agent.name, report.record, version=pinned)
             except AgentStoreError as exc:
                 logger.error(
                     "run of agent %r not recorded: %s",
@@ -211,14 +257,19 @@ class AgentRunner:
                 recorded=False,
             )
 
-        async with ServerPool() as pool:
-            skipped = {u.category for u in state.unavailable}
-            connections = {
-                category: spec.connection_for(state.environ)
-                for category in agent.tools
-                if category not in skipped and (spec := state.spec(category)) is not None
-            }
-            tools_by_category, errors = await pool.start(connections, state.connect_timeout)
+        skipped = {u.category for u in state.unavailable}
+        specs = {
+            category: spec
+            for category in agent.tools
+            if category not in skipped and (spec := state.spec(category)) is not None
+        }
+        connections = {c: spec.connection_for(state.environ) for c, spec in specs.items()}
+        if self._warm is None:
+            servers = started(connections, state.connect_timeout)
+        else:  # shared only by runs whose server would start exactly alike (see ``pool``)
+            variables = {c: {n: state.environ.get(n, "") for n in s.env} for c, s in specs.items()}
+            servers = self._warm.lease(connections, state.connect_timeout, variables=variables)
+        async with servers as (tools_by_category, errors):
             failures = [self._failure(state, c, errors[c]) for c in connections if c in errors]
             if failures and not skip_unavailable_tools:
                 return self._mcp_error(state, failures)

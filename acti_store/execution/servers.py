@@ -81,12 +81,16 @@ def _http_client_factory(tls: ssl.SSLContext) -> McpHttpClientFactory:
     return factory
 
 
+#: What starting servers gives: the tools of each server that answered, the error of the others.
+Started = tuple[dict[str, list[BaseTool]], dict[str, BaseException]]
+
+
 class ServerFailed(Exception):
     """An MCP server could not be connected to; the message says why (scrub before showing)."""
 
 
 @asynccontextmanager
-async def _open_session(connection: Mapping[str, Any], errlog: TextIO) -> AsyncIterator[Any]:
+async def open_session(connection: Mapping[str, Any], errlog: TextIO) -> AsyncIterator[Any]:
     """An initialised MCP ``ClientSession``. A stdio server's stderr goes to ``errlog``."""
     if connection["transport"] == "stdio":
         params = StdioServerParameters(
@@ -115,7 +119,7 @@ async def _open_session(connection: Mapping[str, Any], errlog: TextIO) -> AsyncI
             yield session
 
 
-def _stderr_tail(errlog: TextIO) -> str:
+def stderr_tail(errlog: TextIO) -> str:
     try:
         errlog.flush()
         errlog.seek(0)
@@ -144,9 +148,7 @@ class ServerPool:
     ) -> None:
         await self.close()
 
-    async def start(
-        self, connections: Mapping[str, Mapping[str, Any]], timeout: float
-    ) -> tuple[dict[str, list[BaseTool]], dict[str, BaseException]]:
+    async def start(self, connections: Mapping[str, Mapping[str, Any]], timeout: float) -> Started:
         """Connect to every server within ``timeout`` seconds.
 
         Returns the tools of each server that answered, and for the others the error:
@@ -179,12 +181,12 @@ class ServerPool:
     ) -> None:
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
-                async with _open_session(connection, errlog) as session:
+                async with open_session(connection, errlog) as session:
                     ready.set_result(await load_mcp_tools(session, server_name=name))
                     await self._closing.wait()
             except Exception as exc:
                 message = describe_error(exc)
-                tail = _stderr_tail(errlog)
+                tail = stderr_tail(errlog)
                 if tail:
                     message = f"{message} - {tail}"
                 if not ready.done():
@@ -202,3 +204,12 @@ class ServerPool:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+
+
+@asynccontextmanager
+async def started(
+    connections: Mapping[str, Mapping[str, Any]], timeout: float
+) -> AsyncIterator[Started]:
+    """The servers of one run (``ServerPool.start``), stopped when the block is left."""
+    async with ServerPool() as pool:
+        yield await pool.start(connections, timeout)

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeVar
 
-from ..errors import ExportError
-from ..models import is_valid_name
+from ..documents import dumps
+from ..errors import AgentNotFoundError, ExportError
+from ..models import Agent, is_valid_name
 from ..repository import AgentRepository
 from .files import (
     Progress,
@@ -24,6 +25,10 @@ from .files import (
     write_files,
 )
 from .folder import SUFFIX, Folder
+from .versions_file import VERSIONS_SUFFIX, versions_document, versions_file_name
+
+#: What an agent's name ends with when its file is another agent's versions file.
+VERSIONS_NAME: Final = VERSIONS_SUFFIX.removesuffix(SUFFIX)
 
 #: Agents per database page while exporting (a page holds up to 50 records per agent).
 EXPORT_PAGE_SIZE: Final = 100
@@ -37,6 +42,8 @@ class ExportReport:
     directory: Path
     agents: int = 0
     histories: int = 0
+    #: ``{name}_versions.json`` files (``versions=True``).
+    versions: int = 0
     #: Files whose bytes changed (the others already held exactly the new text).
     written: int = 0
     unchanged: int = 0
@@ -53,6 +60,7 @@ def export_json(
     prune: bool = False,
     durable: bool = False,
     progress: Progress | None = None,
+    versions: bool = False,
 ) -> ExportReport:
     """Write ``{name}.json`` for every agent and ``{name}_history.json`` for every agent with a
     history, in the contract's format, each file atomically; streams the store page by page, all
@@ -66,11 +74,19 @@ def export_json(
     Raises ``ExportError`` (an ``AgentStoreError`` and an ``OSError``) naming the folder and the
     reason when it cannot be created or written (a file in its place, no permission, a full
     disk); every file already there is then whole, the old version or the new one.
+
+    ``versions`` also writes ``{name}_versions.json`` for every agent (``versions_file``): its
+    snapshots, labels and label log, each read just after its agent (not from the export's
+    snapshot: a version written meanwhile is left out); an agent called ``x_versions`` is then
+    not exported when ``x`` is (its file name is ``x``'s versions file).
     """
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
     try:
-        _export(repo, report, prune=prune, durable=durable, progress=progress, total=total)
+        _export(
+            repo, report, prune=prune, durable=durable, progress=progress, total=total,
+            versions=versions,
+        )  # fmt: skip
     except BrokenPipeError:  # the progress bar's reader went away: not the folder's fault
         raise
     except OSError as exc:
@@ -98,8 +114,10 @@ def _export(
     durable: bool,
     progress: Progress | None,
     total: int,
+    versions: bool,
 ) -> None:
     kept: set[str] = set()
+    exported: set[str] = set()  # with ``versions``: whose versions file takes ``x_versions.json``
     # Agents with a history so far. Names come in order and ``x`` sorts before ``x_history``, so
     # when ``x_history`` comes, this says whether ``x``'s history file takes its file name
     # (``shadowed_by_history``), as of the export's snapshot.
@@ -119,14 +137,23 @@ def _export(
                     f"its file {agent_file_name(agent.name)} is the history file of agent {owner!r}"
                 )
                 kept.add(history_file_name(agent.name))
+            elif versions and _versions_owner(agent.name) in exported:
+                report.not_exported[agent.name] = (
+                    f"its file {agent_file_name(agent.name)} is the versions file of agent "
+                    f"{_versions_owner(agent.name)!r}"
+                )
+                kept.update((history_file_name(agent.name), versions_file_name(agent.name)))
             else:
                 written = write_files(folder, agent, history)
+                if versions:
+                    exported.add(agent.name)
+                    report.versions += _write_versions(repo, folder, agent, report)
                 report.agents += 1
                 report.histories += len(written) - 1
                 report.written += sum(written)
                 report.unchanged += len(written) - sum(written)
                 if prune:
-                    kept.add(agent_file_name(agent.name))
+                    kept.update((agent_file_name(agent.name), versions_file_name(agent.name)))
                     if len(written) == 2:
                         kept.add(history_file_name(agent.name))
             if progress is not None:
@@ -136,6 +163,29 @@ def _export(
                 if is_valid_name(file.removesuffix(SUFFIX)) and file not in kept:
                     folder.remove(file)
                     report.removed.append(file)
+
+
+def _versions_owner(name: str) -> str | None:
+    """The agent whose versions file has the name of ``name``'s agent file (``x`` for
+    ``x_versions``), None for other names."""
+    return name.removesuffix(VERSIONS_NAME) if name.endswith(VERSIONS_NAME) else None
+
+
+def _write_versions(
+    repo: AgentRepository, folder: Folder, agent: Agent, report: ExportReport
+) -> int:
+    """Write ``agent``'s versions file; 1 if written, 0 if its text was already there (or the
+    agent is gone since the export's snapshot)."""
+    try:
+        log = repo.version_log(agent.name)
+    except AgentNotFoundError:
+        return 0
+    text = dumps(versions_document(agent, log)).encode()
+    if folder.write(versions_file_name(agent.name), text):
+        report.written += 1
+    else:
+        report.unchanged += 1
+    return 1
 
 
 @contextmanager

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from ..documents import DocumentError, is_v1_document, loads
 from ..errors import AgentExistsError
-from ..models import ExecutionHistory, is_valid_name
+from ..models import Agent, ExecutionHistory, is_valid_name
 from ..repository import AgentRepository, ConflictPolicy, ImportItem, ImportOutcome
+from ..versioning import VersionLog
 from .files import (
     HISTORY_SUFFIX,
     Progress,
@@ -25,6 +26,12 @@ from .files import (
     parse_history,
 )
 from .folder import SUFFIX, Folder
+from .versions_file import (
+    VERSIONS_SUFFIX,
+    is_versions_document,
+    parse_versions,
+    versions_file_name,
+)
 
 
 @dataclass
@@ -101,6 +108,9 @@ class _Reader:
             return None
         try:
             document = loads(self.folder.read(file))
+            if is_versions_document(document):  # not read with its agent's file
+                self.invalid[file] = _lone_versions(self.files, file)
+                return None
             parsed = parse(file, document)
         except DocumentError as exc:
             self.invalid[file] = str(exc)
@@ -126,9 +136,33 @@ class _Reader:
                 self.invalid[history_file] = str(exc)
                 self.invalid[file] = f"not imported: its history file {history_file} is invalid"
                 return None
+        versions_file = versions_file_name(parsed.name)
+        log = None
+        if _contains(self.files, versions_file):
+            try:
+                log = self._versions(versions_file, consumed, parsed)
+            except DocumentError as exc:
+                self.invalid[versions_file] = str(exc)
+                self.invalid[file] = f"not imported: its versions file {versions_file} is invalid"
+                if history is not None:
+                    self.invalid[history_file] = self.invalid[file]
+                return None
         if is_v1_document(document):
             self.upgraded.append(parsed.name)
-        return ImportItem(parsed.name, agent=parsed, history=history)
+        return ImportItem(parsed.name, agent=parsed, history=history, versions=log)
+
+    def _versions(self, file: str, consumed: set[str], agent: Agent) -> VersionLog | None:
+        """The versions in ``file``, read with their agent's file; None when ``file`` is the
+        agent file of an agent called ``*_versions`` (then it is read in its turn)."""
+        try:
+            document = loads(self.folder.read(file))
+        except DocumentError:
+            consumed.add(file)
+            raise
+        if isinstance(document, dict) and "name" in document:
+            return None
+        consumed.add(file)
+        return parse_versions(file, document, agent)
 
     def _history(self, file: str, consumed: set[str]) -> ExecutionHistory | None:
         """The history in ``file``, read with its agent's file; None when ``file`` is the agent
@@ -142,6 +176,14 @@ class _Reader:
             return None
         consumed.add(file)
         return parse_history(file, document)
+
+
+def _lone_versions(files: list[str], file: str) -> str:
+    """Why a versions file not read with its agent's file is not imported."""
+    agent_file = agent_file_name(file.removesuffix(VERSIONS_SUFFIX))
+    if _contains(files, agent_file):
+        return f"not imported: its agent file {agent_file} is invalid"
+    return f"versions are imported with their agent: {agent_file} is not in this folder"
 
 
 def import_json(
@@ -159,7 +201,9 @@ def import_json(
     ``replace`` them, or ``fail`` (``AgentExistsError``, nothing written). With ``all_or_nothing``
     one invalid file imports nothing; without it the valid files are imported and the others
     reported. ``dry_run`` reports what would happen and writes nothing. Files are read one agent
-    at a time, so memory stays bounded however large the folder.
+    at a time, so memory stays bounded however large the folder. An agent's
+    ``{name}_versions.json``, when there, gives it those versions, labels and label log (else
+    one snapshot of its current version, message ``imported``).
     """
     report = ImportReport(Path(directory), dry_run=dry_run)
     with Folder(report.directory) as folder:

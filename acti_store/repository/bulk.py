@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from ..errors import AgentExistsError, AgentNotFoundError
 from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
-from ..sqlexec import Cursor
+from ..sqlexec import Cursor, Prepared
 from .interface import BulkPutResult, ConflictPolicy, ImportItem, ImportOutcome
 from .statements import (
     DELETE_AGENT,
@@ -23,6 +23,10 @@ from .statements import (
     metadata_values,
     record_values,
 )
+from .versions import forget_versions, imported_rows
+
+#: A row to insert once its agent's id is known: the statement and its parameters.
+_Row = tuple[Prepared, dict[str, Any]]
 
 #: History records a bulk put stages before one ``executemany``.
 BULK_RECORD_BATCH: Final = 5_000
@@ -62,6 +66,7 @@ def _put(
                 raise AgentExistsError(item.name)
             if on_conflict == "skip":
                 return "skipped"
+            forget_versions(cursor, existing[0], item.name, archive=False)
             for statement in (DELETE_HISTORY, DELETE_TAGS, DELETE_AGENT):
                 cursor.execute(statement, {"agent_id": existing[0]})
             outcome = "replaced"
@@ -71,7 +76,7 @@ def _put(
             else item.agent.metadata.execution_count
         )
         values = config_values(item.agent) | metadata_values(item.agent.metadata, total)
-        staging.add_agent(values, newest[::-1])
+        staging.add_agent(values, newest[::-1], imported_rows(item.agent, item.versions))
         return outcome
     if existing is None:
         raise AgentNotFoundError(item.name)
@@ -99,12 +104,14 @@ class _BulkStaging:
 
     def __init__(self, cursor: Cursor) -> None:
         self._cursor = cursor
-        #: Staged agent rows by name, with their records (oldest first).
-        self.agents: dict[str, tuple[dict[str, Any], list[ExecutionRecord]]] = {}
+        #: Staged agent rows by name, with their records (oldest first) and version rows.
+        self.agents: dict[str, tuple[dict[str, Any], list[ExecutionRecord], list[_Row]]] = {}
         self.records: list[dict[str, Any]] = []
 
-    def add_agent(self, values: dict[str, Any], records: list[ExecutionRecord]) -> None:
-        self.agents[values["name"]] = (values, records)
+    def add_agent(
+        self, values: dict[str, Any], records: list[ExecutionRecord], versions: list[_Row]
+    ) -> None:
+        self.agents[values["name"]] = (values, records, versions)
         if len(self.agents) >= BULK_AGENT_BATCH:
             self._insert_agents()
 
@@ -121,9 +128,14 @@ class _BulkStaging:
         if not self.agents:
             return
         staged, self.agents = self.agents, {}
-        ids = insert_agents(self._cursor, [values for values, _ in staged.values()])
-        for name, (_, records) in staged.items():
+        ids = insert_agents(self._cursor, [values for values, _, _ in staged.values()])
+        by_statement: dict[Prepared, list[dict[str, Any]]] = {}
+        for name, (_, records, versions) in staged.items():
             self.add_records(ids[name], name, records)
+            for statement, row in versions:
+                by_statement.setdefault(statement, []).append(row | {"agent_id": ids[name]})
+        for statement, rows in by_statement.items():  # snapshots, then labels, then moves
+            self._cursor.executemany(statement, rows)
 
     def _insert_records(self) -> None:
         if self.records:

@@ -29,13 +29,14 @@ def within_deadline(
     lock_timeout: float,
     dbapi: Any,
     name: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """Run ``attempt(lock_wait)`` until it succeeds, fails for good, or the deadline passes.
 
     ``lock_wait`` is None for the first attempt (the connection's own wait: the whole
     ``lock_timeout``), else the seconds left. Driver errors come out translated
     (``acti_store.dberrors``); a lock that never came free is reported as such, with the time
-    waited.
+    waited. ``sleep`` pauses between attempts (a coroutine's yields to its loop instead).
     """
     start = time.monotonic()
     deadline = start + lock_timeout
@@ -53,6 +54,6 @@ def within_deadline(
             now = time.monotonic()
             if now + pause >= deadline:
                 raise (locked_out(now - start) if is_lock_wait(exc) else error) from exc
-        time.sleep(pause)
+        sleep(pause)
         pause = min(pause * 2, RETRY_PAUSE_MAX)
         lock_wait = deadline - time.monotonic()

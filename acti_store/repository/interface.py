@@ -6,12 +6,13 @@ Callers get domain models (``acti_store.models``), never rows. ``SqlAgentReposit
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -29,10 +30,16 @@ from ..models import (
     SearchQuery,
 )
 from ..validation import quoted, refusal
+from ..versioning import AgentVersion, ConfigDiff, LabelMove, VersionLog
+from .asynchronous import Dispatch, StoreThreads, ThreadDispatch, iterate
+from .twins import AsyncTwins
 
 Clock = Callable[[], datetime]
 ConflictPolicy = Literal["skip", "replace", "fail"]
 ImportOutcome = Literal["imported", "skipped", "replaced"]
+T = TypeVar("T")
+#: Guards the making of a store's dispatcher (``AgentRepository.acall``).
+_DISPATCH_LOCK: Final = threading.Lock()
 
 
 class Mirror(Protocol):
@@ -54,6 +61,8 @@ class ImportItem:
     name: str
     agent: Agent | None = None
     history: ExecutionHistory | None = None
+    #: The agent's versions (with ``agent``); None: one snapshot of its current version.
+    versions: VersionLog | None = None
 
 
 @dataclass
@@ -126,7 +135,7 @@ class SearchPage:
     next_cursor: str | None
 
 
-class AgentRepository(ABC):
+class AgentRepository(AsyncTwins, ABC):
     """Storage of agent configurations, their metadata and execution history.
 
     Every method may raise ``StoreUnavailableError`` (the database cannot be reached, is locked
@@ -135,9 +144,16 @@ class AgentRepository(ABC):
     ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``); all are ``AgentStoreError``.
     Invalid input is an ``InvalidInputError`` (``InvalidAgentError`` for agent fields), which is
     also a ``ValueError``.
+
+    Each method that reads or writes the store has an ``a``-prefixed coroutine twin (``aget``,
+    ``acreate``, ...; ``aiter_agents`` and ``aiter_export`` are async iterators) with the same
+    arguments, result and errors: the same code, run by ``acall`` where it does not hold the
+    event loop. ``aclose()`` releases what they use.
     """
 
     mirror: Mirror | None = None
+    #: How the coroutines run (``acall``), made on first use by ``_make_dispatch``.
+    _dispatch: Dispatch | None = None
 
     @property
     @abstractmethod
@@ -162,9 +178,10 @@ class AgentRepository(ABC):
         return self.location
 
     @abstractmethod
-    def create(self, config: AgentConfig) -> Agent:
-        """Store a new agent at version 1. Raises ``AgentExistsError``. (``AgentConfig(...)``
-        itself raises pydantic's ``ValidationError``, a ``ValueError``, for invalid fields.)"""
+    def create(self, config: AgentConfig, message: str | None = None) -> Agent:
+        """Store a new agent at version 1 (and its snapshot, with ``message``). Raises
+        ``AgentExistsError``. (``AgentConfig(...)`` itself raises pydantic's
+        ``ValidationError``, a ``ValueError``, for invalid fields.)"""
 
     @abstractmethod
     def get(self, name: str) -> Agent:
@@ -186,6 +203,7 @@ class AgentRepository(ABC):
         name: str,
         changes: AgentUpdate | Mapping[str, Any],
         expected_version: int | None = None,
+        message: str | None = None,
     ) -> Agent:
         """Apply a partial update (an ``AgentUpdate``, or a mapping of field names to new values)
         and bump the version; returns the agent as updated.
@@ -194,8 +212,9 @@ class AgentRepository(ABC):
         field), ``ArgumentTypeError`` when ``changes`` is neither, and ``VersionConflictError``
         when ``expected_version`` is given and the stored version differs. Without
         ``expected_version`` the update applies to the latest version and never conflicts.
+        The new version's snapshot is stored with ``message`` in the same transaction.
         """
-        return self.update_returning_previous(name, changes, expected_version).agent
+        return self.update_returning_previous(name, changes, expected_version, message).agent
 
     @abstractmethod
     def update_returning_previous(
@@ -203,6 +222,7 @@ class AgentRepository(ABC):
         name: str,
         changes: AgentUpdate | Mapping[str, Any],
         expected_version: int | None = None,
+        message: str | None = None,
     ) -> UpdateResult:
         """``update``, also returning the version it replaced, as its own transaction saw it
         (what "before -> after" reports must compare: no other write can come in between).
@@ -265,9 +285,12 @@ class AgentRepository(ABC):
         return groups
 
     @abstractmethod
-    def record_execution(self, name: str, record: ExecutionRecord) -> None:
-        """Append a run to the history (keeping the newest 50) and move the counters.
-        Raises ``AgentNotFoundError``."""
+    def record_execution(
+        self, name: str, record: ExecutionRecord, *, version: int | None = None
+    ) -> None:
+        """Append a run to the history (keeping the newest 50) and move the counters, the
+        agent's and those of the version that ran (``version``: a pinned one; default the
+        current). Raises ``AgentNotFoundError``, ``VersionNotFoundError`` (above current)."""
 
     @abstractmethod
     def get_history(
@@ -306,5 +329,115 @@ class AgentRepository(ABC):
         ``items()``, which is called again if the transaction is retried."""
         return self.bulk_put(list(items()), on_conflict)
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release connections."""
+    def close(self) -> None:
+        """Release connections (of a store used from async code, ``aclose`` releases all)."""
+
+    # -- configuration versions (see ``acti_store.versioning``) -----------------------------------
+    # Each raises ``AgentNotFoundError`` for an unknown agent; arguments out of their rules are
+    # ``InvalidInputError``s.
+
+    @abstractmethod
+    def versions(self, name: str, *, limit: int | None = None) -> list[AgentVersion]:
+        """The stored snapshots, newest first (at most ``limit``)."""
+
+    @abstractmethod
+    def get_version(
+        self, name: str, version: int | None = None, *, label: str | None = None
+    ) -> AgentVersion:
+        """One snapshot: by number, by label, else the current one. Raises
+        ``VersionNotFoundError`` (never made, or pruned), ``LabelNotFoundError``."""
+
+    @abstractmethod
+    def diff(self, name: str, from_version: int, to_version: int) -> ConfigDiff:
+        """What changed from one stored version to another. Raises ``VersionNotFoundError``."""
+
+    @abstractmethod
+    def rollback(
+        self,
+        name: str,
+        to_version: int,
+        *,
+        expected_version: int | None = None,
+        message: str | None = None,
+    ) -> Agent:
+        """A new version (current + 1) with ``to_version``'s configuration. Raises
+        ``VersionNotFoundError``, ``VersionConflictError`` (``expected_version`` is not the
+        current one), ``NoChangesError`` (the configuration is already that)."""
+
+    @abstractmethod
+    def set_label(
+        self,
+        name: str,
+        label: str,
+        version: int,
+        *,
+        expected_version: int | None = None,
+        note: str | None = None,
+    ) -> None:
+        """Point ``label`` at a stored ``version`` and log the move. ``expected_version`` is
+        where the label points now: otherwise ``VersionConflictError`` and nothing moves."""
+
+    @abstractmethod
+    def remove_label(self, name: str, label: str, *, note: str | None = None) -> None:
+        """Remove a label (the removal is logged). Raises ``LabelNotFoundError``."""
+
+    @abstractmethod
+    def labels(self, name: str) -> dict[str, int]:
+        """Each label of the agent and the version it points at, by label."""
+
+    @abstractmethod
+    def label_history(self, name: str) -> list[LabelMove]:
+        """Every set, move and removal of the agent's labels, newest first."""
+
+    @abstractmethod
+    def version_stats(self, name: str) -> dict[int, ExecutionStats]:
+        """Lifetime run statistics per version that ran (exact over every run), by version."""
+
+    def version_log(self, name: str) -> VersionLog:
+        """Every snapshot (newest first), the labels and the label log of an agent: what its
+        ``{name}_versions.json`` holds."""
+        return VersionLog(
+            versions=self.versions(name), labels=self.labels(name),
+            label_history=self.label_history(name),
+        )  # fmt: skip
+
+    @abstractmethod
+    def prune_versions(self, name: str, keep: int) -> int:
+        """Keep the ``keep`` newest snapshots besides the current and the labelled ones (always
+        kept); returns how many were removed. Run statistics stay."""
+
+    # -- the async API -----------------------------------------------------------------------------
+
+    def _make_dispatch(self) -> Dispatch:
+        """How this store's coroutines run: the sync methods on the store's own threads."""
+        return ThreadDispatch(self, StoreThreads())
+
+    def _async_dispatch(self) -> Dispatch:
+        with _DISPATCH_LOCK:
+            if self._dispatch is None:
+                self._dispatch = self._make_dispatch()
+            return self._dispatch
+
+    async def acall(self, work: Callable[[AgentRepository], T]) -> T:
+        """``work(repo)`` for an event loop, the loop free meanwhile: the one path of every
+        ``a``-method. ``repo`` is this store, or on PostgreSQL its twin on psycopg's async
+        connections (``asynchronous``): ``work`` must use the repository it is given.
+        Cancelling the caller does not undo a write that has started (as with ``to_thread``)."""
+        return await self._async_dispatch().run(work)
+
+    async def acall_in_thread(self, work: Callable[[AgentRepository], T]) -> T:
+        """``acall`` for work that computes as well as it reads (a tool renders its text): run
+        on the store's threads, not the loop; its store calls go as the ``a``-methods go."""
+        return await self._async_dispatch().run_in_thread(work)
+
+    def aiterate(self, start: Callable[[AgentRepository], Iterator[T]]) -> AsyncIterator[T]:
+        """The items of the iterator ``start(repo)``, read through ``acall`` in batches."""
+        return iterate(self._async_dispatch(), start)
+
+    async def aclose(self) -> None:
+        """Close the async engine's connections, then ``close`` (on the store's threads), and
+        stop those threads. A later call makes them again."""
+        dispatch = self._async_dispatch()
+        await dispatch.aclose()
+        await dispatch.threads.run(self.close)
+        dispatch.threads.shutdown()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
@@ -21,7 +22,9 @@ from ..engine import (
     SQLITE_BEGIN_READ,
     SQLITE_BEGIN_WRITE,
     lock_wait_sql,
-    sqlite_path,
+    make_async_engine,
+    store_location,
+    store_schema,
 )
 from ..errors import (
     AgentExistsError,
@@ -31,7 +34,6 @@ from ..errors import (
     ReadOnlyStoreError,
 )
 from ..models import (
-    DESCRIPTION_MAX_LENGTH,
     HISTORY_LIMIT_DEFAULT,
     HISTORY_MAX_RECORDS,
     NAIVE_DATETIME_RULE,
@@ -49,7 +51,8 @@ from ..models import (
     utc_now,
 )
 from ..sqlexec import Cursor, connections_for, roll_back
-from ..validation import quoted
+from ..versioning import clone_message
+from .asynchronous import DIRECT, Dispatch, GreenletDispatch, StoreThreads, Waits
 from .bulk import put_all
 from .cursor import decode_cursor
 from .deadline import within_deadline
@@ -62,7 +65,6 @@ from .interface import (
     Mirror,
     SearchPage,
     UpdateResult,
-    checked_config,
     checked_history_request,
     checked_update,
 )
@@ -77,7 +79,6 @@ from .statements import (
     DELETE_AGENT,
     DELETE_HISTORY,
     DELETE_TAGS,
-    ERROR_COUNT,
     FIRST_BY_STRATUM,
     GET,
     GET_FOR_UPDATE,
@@ -85,29 +86,32 @@ from .statements import (
     HISTORY,
     ID,
     INSERT_EXECUTION,
-    LAST_EXECUTED_AT,
     NAMES,
     RECORD_RUN,
     STATS,
-    SUCCESS_COUNT,
-    TOTAL_EXECUTIONS,
     TRIM,
     agent_from_row,
+    archived_from_rows,
     config_values,
     history_from_rows,
     insert_agents,
     metadata_values,
-    record_from_row,
     record_values,
+    stats_from_rows,
 )
-from .updating import apply_update
+from .updating import apply_update, clone_config
+from .version_statements import bump_stats
+from .versions import (
+    VersionMethods,
+    checked_text,
+    forget_versions,
+    record_snapshot,
+    version_that_ran,
+)
 
 T = TypeVar("T")
 
-CLONE_SUFFIX: Final = " (clone)"
 READ_ONLY: Final = "nothing can be written to it (open it without read_only=True to change it)"
-#: Query parameters of a database URL that hold a credential (never shown in ``location``).
-_URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
 
 
 def _require_storable(name: str) -> None:
@@ -117,20 +121,16 @@ def _require_storable(name: str) -> None:
         raise AgentNotFoundError(name)
 
 
-def _clone_description(source: str) -> str:
-    room = DESCRIPTION_MAX_LENGTH - len(CLONE_SUFFIX)
-    return source[:room] + CLONE_SUFFIX
-
-
-class SqlAgentRepository(AgentRepository):
+class SqlAgentRepository(VersionMethods, AgentRepository):
     """``AgentRepository`` on SQLAlchemy: SQLite (default) or PostgreSQL.
 
     Every write is one transaction, retried when the engine reports a lock or serialization
     conflict, all within ``lock_timeout`` seconds (``deadline``); nothing is written by an
-    operation that fails. Frequent
-    operations run prepared statements on a DBAPI connection (``sqlexec``: kept and reused for a
-    SQLite file, from the pool otherwise); search and the rare paths use SQLAlchemy Core
-    connections from the engine's pool.
+    operation that fails. Frequent operations run prepared statements on a DBAPI connection
+    (``sqlexec``: kept and reused for a SQLite file, from the pool otherwise); search and the rare
+    paths use SQLAlchemy Core connections from the engine's pool. The coroutines (``aget``, ...)
+    run on an engine of this URL on psycopg's async driver (PostgreSQL) or on the store's threads;
+    ``waits``: how pauses and mirror writes wait (``asynchronous``).
     """
 
     def __init__(
@@ -141,8 +141,11 @@ class SqlAgentRepository(AgentRepository):
         mirror: Mirror | None = None,
         read_only: bool = False,
         lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
+        keep_versions: int | None = None,
+        waits: Waits = DIRECT,
     ) -> None:
         self._engine = engine
+        self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
         self.read_only = read_only
         self._lock_timeout = lock_timeout
         self._connections = connections_for(engine)
@@ -158,6 +161,7 @@ class SqlAgentRepository(AgentRepository):
             self._begin_snapshot = POSTGRES_BEGIN_SNAPSHOT
         self._clock: Clock = clock or utc_now
         self.mirror = mirror
+        self._waits = waits
 
     # -- plumbing ----------------------------------------------------------------------------------
 
@@ -167,12 +171,7 @@ class SqlAgentRepository(AgentRepository):
 
     @property
     def location(self) -> str:
-        url = self._engine.url
-        if self._sqlite and url.database not in (None, "", ":memory:"):
-            return str(sqlite_path(url.database or "").resolve())
-        # libpq also takes a password from the query string (``?password=...``): drop it too.
-        secrets = [key for key in url.query if key.lower() in _URL_SECRET_PARAMETERS]
-        return url.difference_update_query(secrets).render_as_string(hide_password=True)
+        return store_location(self._engine.url)
 
     def now(self) -> datetime:
         value = self._clock()
@@ -241,11 +240,29 @@ class SqlAgentRepository(AgentRepository):
             lock_timeout=self._lock_timeout,
             dbapi=self._dbapi,
             name=name,
+            sleep=self._waits.sleep,
         )
 
     def _notify(self, *names: str) -> None:
         if self.mirror is not None:
-            self.mirror.sync(self, names)
+            self._waits.sync_mirror(self.mirror, self, names)
+
+    def _make_dispatch(self) -> Dispatch:
+        """PostgreSQL: the coroutines run on an ``AsyncEngine`` per loop; SQLite: on threads."""
+        if self._dialect.name != "postgresql":
+            return super()._make_dispatch()
+        options: dict[str, Any] = {"read_only": self.read_only, "lock_timeout": self._lock_timeout}
+        # The store's schema, or "" for the default one (not ACTI_STORE_SCHEMA read again).
+        schema = store_schema(self._engine) or ""
+        engine = partial(make_async_engine, self._engine.url, schema=schema, **options)
+        options |= {
+            "clock": self._clock,
+            "mirror": self.mirror,
+            "keep_versions": self.keep_versions,
+        }
+        return GreenletDispatch(
+            engine, partial(SqlAgentRepository, **options), self, StoreThreads()
+        )
 
     @staticmethod
     def _locate(cursor: Cursor, name: str, *, for_update: bool = False) -> Sequence[Any]:
@@ -257,15 +274,21 @@ class SqlAgentRepository(AgentRepository):
 
     # -- agents ------------------------------------------------------------------------------------
 
-    def create(self, config: AgentConfig) -> Agent:
+    def create(self, config: AgentConfig, message: str | None = None) -> Agent:
+        message = checked_text(message, "message")
         now = self.now()
         meta = AgentMetadata(created_at=now, updated_at=now)
         values = config_values(config) | metadata_values(meta, 0)
+        agent = trusted(Agent, **dict(config), metadata=meta)
 
-        # A taken name fails the INSERT on the unique constraint: AgentExistsError, nothing written.
-        self._write(lambda cursor: insert_agents(cursor, [values]), name=config.name)
+        def work(cursor: Cursor) -> None:
+            # A taken name fails the INSERT on the unique constraint: AgentExistsError.
+            agent_id = insert_agents(cursor, [values])[config.name]
+            record_snapshot(cursor, agent_id, agent, message, self.keep_versions)
+
+        self._write(work, name=config.name)
         self._notify(config.name)
-        return trusted(Agent, **dict(config), metadata=meta)
+        return agent
 
     def get(self, name: str) -> Agent:
         return self._read(lambda cursor: agent_from_row(self._locate(cursor, name)))
@@ -289,14 +312,18 @@ class SqlAgentRepository(AgentRepository):
         name: str,
         changes: AgentUpdate | Mapping[str, Any],
         expected_version: int | None = None,
+        message: str | None = None,
     ) -> UpdateResult:
         fields = checked_update(name, changes).changes()
         if not fields:
             raise NoChangesError(name)
+        message = checked_text(message, "message")
 
         def work(cursor: Cursor) -> UpdateResult:
             row = self._locate(cursor, name, for_update=True)
-            return apply_update(cursor, row, fields, expected_version, self.now)
+            result = apply_update(cursor, row, fields, expected_version, self.now)
+            record_snapshot(cursor, row[ID], result.agent, message, self.keep_versions)
+            return result
 
         result = self._write(work)
         self._notify(name)
@@ -309,6 +336,7 @@ class SqlAgentRepository(AgentRepository):
                 cursor.execute(DELETE_HISTORY, {"agent_id": row[ID]})
             else:
                 cursor.execute(ARCHIVE_HISTORY, {"archived_id": row[ID]})
+            forget_versions(cursor, row[ID], name, archive=not delete_history)
             cursor.execute(DELETE_TAGS, {"agent_id": row[ID]})
             cursor.execute(DELETE_AGENT, {"agent_id": row[ID]})
             return agent_from_row(row)
@@ -326,25 +354,16 @@ class SqlAgentRepository(AgentRepository):
     ) -> Agent:
         def work(cursor: Cursor) -> Agent:
             source = agent_from_row(self._locate(cursor, source_name))
-            overrides: dict[str, Any] = {
-                "name": new_name,
-                "description": description
-                if description is not None
-                else _clone_description(source.description),
-            }
-            if tags is not None:
-                overrides["tags"] = tags
-            config = checked_config(
-                dict(source.config) | overrides,
-                f"clone of {quoted(source_name)} as {quoted(new_name)}",
-                {"name": "new_name"},
-            )
+            config = clone_config(source, new_name, description, tags)
             if cursor.first(GET_ID, {"name": new_name}) is not None:
                 raise AgentExistsError(new_name)
             now = self.now()
             meta = AgentMetadata(created_at=now, updated_at=now)
-            insert_agents(cursor, [config_values(config) | metadata_values(meta, 0)])
-            return trusted(Agent, **dict(config), metadata=meta)
+            ids = insert_agents(cursor, [config_values(config) | metadata_values(meta, 0)])
+            clone = trusted(Agent, **dict(config), metadata=meta)
+            message = clone_message(source_name, source.metadata.version)
+            record_snapshot(cursor, ids[new_name], clone, message, self.keep_versions)
+            return clone
 
         agent = self._write(work, name=new_name)
         self._notify(new_name)
@@ -385,7 +404,9 @@ class SqlAgentRepository(AgentRepository):
 
     # -- history -----------------------------------------------------------------------------------
 
-    def record_execution(self, name: str, record: ExecutionRecord) -> None:
+    def record_execution(
+        self, name: str, record: ExecutionRecord, *, version: int | None = None
+    ) -> None:
         _require_storable(name)
         bump = {
             "name": name,
@@ -398,8 +419,10 @@ class SqlAgentRepository(AgentRepository):
             bumped = cursor.first(RECORD_RUN, bump)
             if bumped is None:
                 raise AgentNotFoundError(name)
-            (agent_id,) = bumped
-            cursor.execute(INSERT_EXECUTION, record_values(agent_id, name, record))
+            agent_id, current = bumped
+            ran = version_that_ran(name, current, version)
+            cursor.execute(INSERT_EXECUTION, record_values(agent_id, name, record, ran))
+            bump_stats(cursor, agent_id, ran, record)
             cursor.execute(TRIM, {"agent_id": agent_id})
 
         self._write(work)
@@ -427,37 +450,25 @@ class SqlAgentRepository(AgentRepository):
         return self._read(work, snapshot=True)
 
     def execution_stats(self, name: str) -> ExecutionStats:
-        def work(cursor: Cursor) -> tuple[Sequence[Any], Sequence[Any]]:
+        def work(cursor: Cursor) -> ExecutionStats:
             row = self._locate(cursor, name)
             stats = cursor.first(STATS, {"agent_id": row[ID]})
             assert stats is not None
-            return row, stats
+            return stats_from_rows(row, stats)
 
-        row, (retained, average) = self._read(work, snapshot=True)
-        return ExecutionStats(
-            total_executions=row[TOTAL_EXECUTIONS],
-            success_count=row[SUCCESS_COUNT],
-            error_count=row[ERROR_COUNT],
-            retained=retained,
-            average_duration_seconds=None if average is None else float(average),
-            last_executed_at=row[LAST_EXECUTED_AT],
-        )
+        return self._read(work, snapshot=True)
 
     def archived_history(self, name: str) -> ExecutionHistory:
         if not is_valid_name(name):
-            return trusted(ExecutionHistory, agent_name=name, executions=[], total_executions=0)
-
-        def work(cursor: Cursor) -> ExecutionHistory:
-            total = cursor.first(ARCHIVED_COUNT, {"name": name})
-            records = cursor.all(ARCHIVED, {"name": name})
-            return trusted(
-                ExecutionHistory,
-                agent_name=name,
-                executions=[record_from_row(r) for r in records],
-                total_executions=total[0] if total else 0,
-            )
-
-        return self._read(work, snapshot=True)
+            return archived_from_rows(name, None, [])
+        return self._read(
+            lambda cursor: archived_from_rows(
+                name,
+                cursor.first(ARCHIVED_COUNT, {"name": name}),
+                cursor.all(ARCHIVED, {"name": name}),
+            ),
+            snapshot=True,
+        )
 
     # -- interchange -------------------------------------------------------------------------------
 

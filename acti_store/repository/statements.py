@@ -32,6 +32,7 @@ from ..models import (
     AgentMetadata,
     ExecutionHistory,
     ExecutionRecord,
+    ExecutionStats,
     trusted,
 )
 from ..schema import UtcDateTime, agent_tags, agents, executions, tools_mask
@@ -133,7 +134,12 @@ _METADATA_KEYS: Final = (
     "error_count",
     "total_executions",
 )
-_RECORD_KEYS: Final = ("agent_id", "agent_name", *(c.name for c in EXECUTION_COLUMNS))
+_RECORD_KEYS: Final = (
+    "agent_id",
+    "agent_name",
+    *(c.name for c in EXECUTION_COLUMNS),
+    "agent_version",
+)
 
 # --------------------------------------------------------------------------------------------------
 # Statements
@@ -222,7 +228,7 @@ RECORD_RUN: Final = Prepared(
             else_=agents.c.last_executed_at,
         ),
     )
-    .returning(agents.c.id)
+    .returning(agents.c.id, agents.c.version)
 )
 #: Keep the newest HISTORY_MAX_RECORDS of one agent: flat cost on the (agent_id, id) index.
 TRIM: Final = Prepared(
@@ -356,6 +362,31 @@ def history_from_rows(name: str, rows: Sequence[Sequence[Any]]) -> ExecutionHist
     )
 
 
+def archived_from_rows(
+    name: str, total: Sequence[Any] | None, rows: Sequence[Sequence[Any]]
+) -> ExecutionHistory:
+    """The archived history of ``name`` from its ``ARCHIVED_COUNT`` and ``ARCHIVED`` rows."""
+    return trusted(
+        ExecutionHistory,
+        agent_name=name,
+        executions=[record_from_row(r) for r in rows],
+        total_executions=total[0] if total else 0,
+    )
+
+
+def stats_from_rows(row: Sequence[Any], stats: Sequence[Any]) -> ExecutionStats:
+    """``ExecutionStats`` from an agent's ``GET`` row and its ``STATS`` row."""
+    retained, average = stats
+    return ExecutionStats(
+        total_executions=row[TOTAL_EXECUTIONS],
+        success_count=row[SUCCESS_COUNT],
+        error_count=row[ERROR_COUNT],
+        retained=retained,
+        average_duration_seconds=None if average is None else float(average),
+        last_executed_at=row[LAST_EXECUTED_AT],
+    )
+
+
 def export_page(
     cursor: Cursor, after: str, page_size: int
 ) -> list[tuple[Agent, ExecutionHistory | None]]:
@@ -415,9 +446,13 @@ def metadata_values(meta: AgentMetadata, total_executions: int) -> dict[str, Any
     }
 
 
-def record_values(agent_id: int, name: str, record: ExecutionRecord) -> dict[str, Any]:
-    """The parameters of ``INSERT_EXECUTION`` for one record of an agent."""
+def record_values(
+    agent_id: int, name: str, record: ExecutionRecord, version: int | None = None
+) -> dict[str, Any]:
+    """The parameters of ``INSERT_EXECUTION`` for one record of an agent (``version``: the
+    agent version that ran, None when unknown)."""
     return {
+        "agent_version": version,
         "agent_id": agent_id,
         "agent_name": name,
         "execution_id": record.execution_id,

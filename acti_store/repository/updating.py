@@ -1,21 +1,42 @@
 """The update path: one agent's partial update, inside the write transaction that locked it.
 
-``SqlAgentRepository.update_returning_previous`` locates and locks the row, then calls
-``apply_update``; the version check, the merged validation, the UPDATE and the tags are here.
+``SqlAgentRepository.update_returning_previous`` (and ``rollback``) locates and locks the row,
+then calls ``apply_update``; the version check, the merged validation, the UPDATE and the tags
+are here; and ``clone_config``, the configuration a clone starts from.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from ..errors import VersionConflictError
-from ..models import Agent, trusted
+from ..models import DESCRIPTION_MAX_LENGTH, Agent, AgentConfig, trusted
 from ..sqlexec import Cursor
 from ..validation import quoted
 from .interface import UpdateResult, checked_config
 from .statements import DELETE_TAGS, ID, INSERT_TAG, agent_from_row, config_values, update_statement
+
+CLONE_SUFFIX: Final = " (clone)"
+
+
+def clone_config(
+    source: Agent, new_name: str, description: str | None, tags: list[str] | None
+) -> AgentConfig:
+    """The configuration of a clone of ``source``: its description marked " (clone)" unless
+    given; ``InvalidAgentError`` lists every invalid field (``new_name`` for the name)."""
+    if description is None:
+        description = source.description[: DESCRIPTION_MAX_LENGTH - len(CLONE_SUFFIX)]
+        description += CLONE_SUFFIX
+    overrides: dict[str, Any] = {"name": new_name, "description": description}
+    if tags is not None:
+        overrides["tags"] = tags
+    return checked_config(
+        dict(source.config) | overrides,
+        f"clone of {quoted(source.name)} as {quoted(new_name)}",
+        {"name": "new_name"},
+    )
 
 
 def apply_update(

@@ -1,7 +1,8 @@
 """The ACTi Agent Builder's tools: LangChain tools over the store, and the builder agent.
 
 ``BUILDER_TOOLS`` and ``ASYNC_TOOLS`` are bound to the default store (``open_repository()``,
-opened on first use); ``make_builder_tools(repo)`` binds the same ten tools to another store.
+opened on first use); ``make_builder_tools(repo)`` binds the same ten tools to another store, and
+``make_version_tools(repo)`` the four version tools.
 
 The exports load on first use: the tools' logic (``builder``, ``schemas``, ``render``) works
 without importing LangChain's tool classes, so commands that never build a LangChain tool (the
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from .agent import BUILDER_SYSTEM_PROMPT, create_builder_agent
     from .defaults import ASYNC_TOOLS, BUILDER_TOOLS
-    from .specs import make_builder_tools
+    from .specs import make_builder_tools, make_version_tools
 
 #: Each export and the module that defines it.
 _EXPORTS: Final = {
@@ -26,6 +27,7 @@ _EXPORTS: Final = {
     "BUILDER_TOOLS": "defaults",
     "create_builder_agent": "agent",
     "make_builder_tools": "specs",
+    "make_version_tools": "specs",
 }
 
 
@@ -45,4 +47,5 @@ __all__ = [
     "BUILDER_TOOLS",
     "create_builder_agent",
     "make_builder_tools",
+    "make_version_tools",
 ]

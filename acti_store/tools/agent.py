@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from ..models import (
@@ -19,8 +19,9 @@ from ..models import (
     TOOL_CATEGORIES,
 )
 from ..repository import AgentRepository
-from .defaults import BUILDER_TOOLS
-from .specs import SPECS_BY_NAME, ToolSpec, make_builder_tools
+from .builder import BuilderTools
+from .defaults import BUILDER_TOOLS, default_repository
+from .specs import SPECS_BY_NAME, ToolSpec, make_builder_tools, version_tools
 from .texts import STRATA_LINES
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.types import Checkpointer
+
+    from ..execution import AgentRunner
 
 
 class _Entry(NamedTuple):
@@ -95,9 +98,24 @@ def _call(spec: ToolSpec, *, brief: bool) -> str:
     return f"{spec.name}({', '.join(parameters)})"
 
 
-def _tool_list() -> str:
+#: The version tools' group of the prompt (``create_builder_agent(..., versions=True)``).
+_VERSION_GROUP: Final = (
+    "Versions",
+    (
+        _Entry("list_agent_versions", "the saved versions of an agent, labels included."),
+        _Entry("diff_agent_versions", "what changed between two versions, field by field."),
+        _Entry(
+            "rollback_agent_config",
+            "make an older version current again (a new version); two steps, like delete.",
+        ),
+        _Entry("set_agent_label", "point a label such as production at a version."),
+    ),
+)
+
+
+def _tool_list(groups: tuple[tuple[str, tuple[_Entry, ...]], ...] = _TOOL_GROUPS) -> str:
     lines: list[str] = []
-    for heading, entries in _TOOL_GROUPS:
+    for heading, entries in groups:
         lines.append(f"{heading}:")
         lines += (
             f"  - {_call(SPECS_BY_NAME[e.tool], brief=e.brief)}: {e.purpose}" for e in entries
@@ -156,26 +174,99 @@ has agreed. A person may have to approve the deletion; if it is rejected, keep t
 not retry.
 - Report only what the tools returned: never invent agents, configurations or results."""
 
+#: What the prompt adds with the version tools: their list and their rules.
+_VERSIONS_PROMPT: Final = f"""
 
-def _confirmed_deletion(request: ToolCallRequest) -> bool:
-    """Ask for approval only when a delete would really happen (not for the dry run)."""
-    return request.tool_call["args"].get("confirm") is True
+## Versions
+Every create, update, rollback and clone saves the whole configuration as a new version.
+{_tool_list((_VERSION_GROUP,))}
+- When an update made an agent worse, compare versions with diff_agent_versions() and roll back \
+with rollback_agent_config(name, version): first without confirm (it shows the changes), then \
+with confirm=True once the user agrees. A person may have to approve a rollback or a move of \
+the production label; if it is rejected, do not retry."""
 
 
-def _describe_deletion(tool_call: Mapping[str, Any], state: Any, runtime: Any) -> str:
-    args = tool_call["args"]
+def builder_system_prompt(*, versions: bool = False) -> str:
+    """The builder agent's prompt; with ``versions``, the version tools and their rules too."""
+    return BUILDER_SYSTEM_PROMPT + (_VERSIONS_PROMPT if versions else "")
+
+
+class Approval(NamedTuple):
+    """A call that must wait for a person: when (of the call's arguments) and what to ask."""
+
+    #: Whether this call needs approval (e.g. a confirmed delete, not its dry run).
+    needed: Callable[[Mapping[str, Any]], bool]
+    #: What the person is asked, for this call.
+    question: Callable[[Mapping[str, Any]], str]
+
+
+def _confirmed(args: Mapping[str, Any]) -> bool:
+    """Ask only when the call would really happen (``confirm=True``), not for the dry run."""
+    return args.get("confirm") is True
+
+
+def _deletion_question(args: Mapping[str, Any]) -> str:
     keeps_history = args.get("delete_history", True) is False
     history = "(its execution history is kept)" if keeps_history else "and its execution history"
     return f"Permanently delete agent '{args.get('name')}' {history}. Approve or reject."
 
 
-#: Approval the builder agent asks for by default: a confirmed ``delete_agent_config``.
+#: The calls a person must approve, by tool. The builder agent pauses on them (``interrupt_on``),
+#: the MCP server asks through elicitation (``acti-store serve-mcp``).
+APPROVALS: Final[Mapping[str, Approval]] = {
+    "delete_agent_config": Approval(_confirmed, _deletion_question),
+}
+
+
+def _interrupt_config(approval: Approval) -> dict[str, Any]:
+    """``approval`` as the builder agent's human-in-the-loop middleware takes it."""
+
+    def when(request: ToolCallRequest) -> bool:
+        return approval.needed(request.tool_call["args"])
+
+    def description(tool_call: Mapping[str, Any], state: Any, runtime: Any) -> str:
+        return approval.question(tool_call["args"])
+
+    return {"allowed_decisions": ["approve", "reject"], "description": description, "when": when}
+
+
+#: Approval the builder agent asks for by default: the calls of ``APPROVALS``.
 DEFAULT_INTERRUPT_ON: Final[Mapping[str, Any]] = {
-    "delete_agent_config": {
-        "allowed_decisions": ["approve", "reject"],
-        "description": _describe_deletion,
-        "when": _confirmed_deletion,
-    },
+    tool: _interrupt_config(approval) for tool, approval in APPROVALS.items()
+}
+
+#: The label whose moves need a person's approval by default.
+GUARDED_LABEL: Final = "production"
+
+
+def _moves_guarded_label(args: Mapping[str, Any]) -> bool:
+    return args.get("label") == GUARDED_LABEL
+
+
+def _rollback_question(args: Mapping[str, Any]) -> str:
+    return (
+        f"Roll agent '{args.get('name')}' back to the configuration of version "
+        f"{args.get('to_version')} (saved as a new version). Approve or reject."
+    )
+
+
+def _label_question(args: Mapping[str, Any]) -> str:
+    return (
+        f"Move label '{args.get('label')}' of agent '{args.get('name')}' to version "
+        f"{args.get('version')}. Approve or reject."
+    )
+
+
+#: The version tools' calls a person must approve: a confirmed rollback (its dry run only shows
+#: the diff), and moving the ``production`` label. The MCP server asks for them too.
+VERSION_APPROVALS: Final[Mapping[str, Approval]] = {
+    "rollback_agent_config": Approval(_confirmed, _rollback_question),
+    "set_agent_label": Approval(_moves_guarded_label, _label_question),
+}
+
+#: What ``versions=True`` adds to the builder agent's default approval (``VERSION_APPROVALS``).
+VERSION_INTERRUPT_ON: Final[Mapping[str, Any]] = {
+    tool: _interrupt_config(approval) for tool, approval in VERSION_APPROVALS.items()
 }
 
 
@@ -185,26 +276,42 @@ def create_builder_agent(
     *,
     interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
     checkpointer: Checkpointer | None = None,
+    runner: AgentRunner | None = None,
+    versions: bool = False,
     **kwargs: Any,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A deepagents agent that builds agents with the ten builder tools.
 
-    ``repo``: the store the tools use (default: the default store of ``BUILDER_TOOLS``).
+    ``repo``: the store the tools use (default: the default store of ``BUILDER_TOOLS``, or the
+    runner's). ``runner``: the ``AgentRunner`` that runs agents (see ``make_builder_tools``).
     ``interrupt_on``: tools that need a person's approval, merged over ``DEFAULT_INTERRUPT_ON``
     (a confirmed ``delete_agent_config``). Add e.g. ``{"create_agent_config": True}``; remove the
     default with ``{"delete_agent_config": False}``. Approval pauses the run (a LangGraph
     interrupt), so it needs a ``checkpointer``; resume with
     ``Command(resume={"decisions": [{"type": "approve"}]})`` or ``{"type": "reject"}``.
+    ``versions=True`` adds the four version tools (``make_version_tools``; on the default store
+    when ``repo`` is None), their part of the prompt, and to the default approval a confirmed
+    ``rollback_agent_config`` and a ``set_agent_label`` of ``production``
+    (``VERSION_INTERRUPT_ON``).
     Other keyword arguments go to ``deepagents.create_deep_agent``.
     """
     from deepagents import create_deep_agent
 
-    tools = make_builder_tools(repo) if repo is not None else BUILDER_TOOLS
+    if runner is not None:
+        repo = runner.repo if repo is None else repo
+        tools = make_builder_tools(repo, runner=runner)
+    else:
+        tools = make_builder_tools(repo) if repo is not None else list(BUILDER_TOOLS)
+    approval = dict(DEFAULT_INTERRUPT_ON)
+    if versions:
+        store = default_repository if repo is None else (lambda: repo)
+        tools += version_tools(BuilderTools(store))
+        approval.update(VERSION_INTERRUPT_ON)
     return create_deep_agent(
         model,
         tools,
-        system_prompt=BUILDER_SYSTEM_PROMPT,
-        interrupt_on={**DEFAULT_INTERRUPT_ON, **(interrupt_on or {})},
+        system_prompt=builder_system_prompt(versions=versions),
+        interrupt_on={**approval, **(interrupt_on or {})},
         checkpointer=checkpointer,
         **kwargs,
     )

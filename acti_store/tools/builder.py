@@ -63,10 +63,8 @@ if TYPE_CHECKING:
 class BuilderTools:
     """The ten tools' logic, bound to one repository (asked for on first use).
 
-    Each method takes the tool's arguments by keyword and returns ``(text, artifact)``: what the
-    LangChain tools, the CLI and other front ends all render from. ``calls`` says how the texts
-    name the next step: tool calls for the model (the default), or another front end's commands.
-    """
+    Each method takes the tool's arguments by keyword and returns ``(text, artifact)``, what every
+    front end renders from; ``calls``: how texts name the next step (tool calls, or commands)."""
 
     def __init__(
         self,
@@ -75,17 +73,29 @@ class BuilderTools:
         model: Any = None,
         mcp_catalog: Any = None,
         calls: texts.Calls = texts.TOOL_CALLS,
+        runner: AgentRunner | None = None,
     ) -> None:
         self._repository = repository
         self._calls = calls
         self._model = model
         self._catalog = mcp_catalog
-        self._runner: AgentRunner | None = None
+        self._runner: AgentRunner | None = runner
         self._runner_lock = threading.Lock()
 
     @property
     def repo(self) -> AgentRepository:
         return self._repository()
+
+    async def arepo(self) -> AgentRepository:
+        """The repository; one not open yet (the default store, migrated) opens in a thread."""
+        opened = getattr(self._repository, "opened", None)
+        repo = opened() if opened is not None else self._repository()
+        return repo if repo is not None else await asyncio.to_thread(self._repository)
+
+    def on(self, repo: AgentRepository) -> BuilderTools:
+        """This tool set's logic on ``repo`` (the twin ``acall`` hands over), same options."""
+        options = {"model": self._model, "mcp_catalog": self._catalog, "calls": self._calls}
+        return self if repo is self.repo else BuilderTools(lambda: repo, **options)
 
     # -- shared steps ------------------------------------------------------------------------------
 
@@ -415,18 +425,17 @@ class BuilderTools:
             location=location,
         )
 
-    def _execution(
+    def _request(
         self, agent_name: object, task: object, timeout: object, skip_unavailable_tools: object
-    ) -> tuple[Agent, ExecutionRequest, AgentRunner]:
-        """Everything a run needs, checked: the agent, the parameters and the runner."""
+    ) -> tuple[Agent, ExecutionRequest]:
+        """What a run needs from the store and the arguments, checked."""
         name = valid_name("agent_name", agent_name)
         params = validated(
             ExecutionRequest,
             {"task": task, "timeout": timeout, "skip_unavailable_tools": skip_unavailable_tools},
             lambda errors: render.invalid_parameters("execution", errors),
         )
-        agent = self._get(name, texts.USE_NAMES_OR_CREATE)
-        return agent, params, self._agent_runner(name)
+        return self._get(name, texts.USE_NAMES_OR_CREATE), params
 
     def _agent_runner(self, agent_name: str) -> AgentRunner:
         """This tool set's runner, created on first use (the ``agents`` extra may be absent)."""
@@ -449,7 +458,8 @@ class BuilderTools:
         timeout: object = None,
         skip_unavailable_tools: object = True,
     ) -> Result:
-        agent, params, runner = self._execution(agent_name, task, timeout, skip_unavailable_tools)
+        agent, params = self._request(agent_name, task, timeout, skip_unavailable_tools)
+        runner = self._agent_runner(agent.name)
         report = runner.run_sync(
             agent,
             params.task,
@@ -465,15 +475,19 @@ class BuilderTools:
         timeout: object = None,
         skip_unavailable_tools: object = True,
     ) -> Result:
-        """``execute_created_agent`` for an event loop: store work in a thread, the run awaited."""
+        """``execute_created_agent`` for an event loop: the store read on its threads, the
+        runner made in a thread the first time (importing the agent stack), the run awaited."""
+        arguments = (agent_name, task, timeout, skip_unavailable_tools)
         try:
             refuse_unencodable(
                 "execute_created_agent",
                 {"agent_name": agent_name, "task": task, "timeout": timeout},
             )
-            agent, params, runner = await asyncio.to_thread(
-                self._execution, agent_name, task, timeout, skip_unavailable_tools
-            )
+            repo = await self.arepo()
+            agent, params = await repo.acall_in_thread(lambda r: self.on(r)._request(*arguments))
+            runner = self._runner
+            if runner is None:
+                runner = await asyncio.to_thread(self._agent_runner, agent.name)
             report = await runner.run(
                 agent,
                 params.task,

@@ -35,6 +35,10 @@ class _LazyRepository:
                 self._repo = open_repository()
             return self._repo
 
+    def opened(self) -> AgentRepository | None:
+        """The default store if it is open (``BuilderTools.arepo`` opens it in a thread)."""
+        return self._repo
+
     def close(self) -> None:
         """Close the default store; the next use opens it again (e.g. a new ACTI_STORE_URL)."""
         with self._lock:

@@ -1,15 +1,15 @@
 """The ten tools, each declared once: its ``BuilderTools`` method, args schema and description.
 
 Everything else is derived from ``TOOL_SPECS``: the LangChain tools (``make_builder_tools``: the
-method as the sync function, the method in a worker thread, or its native ``a``-prefixed twin, as
-the coroutine), the contract's text-only async variants (``async_variants``, whose signatures are
-their args schemas'), and the tool list of the builder agent's prompt. Front ends (the CLI's
+method as the sync function, the method on the store's threads, or its native
+``a``-prefixed twin, as the coroutine), the contract's text-only async variants
+(``async_variants``, whose signatures are their args schemas'), and the tool list of the builder
+agent's prompt. Front ends (the CLI's
 option help) read the same declarations.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import importlib
@@ -18,15 +18,20 @@ import operator
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import GenericAlias, MethodType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
+from ..errors import AgentStoreError
 from ..repository import AgentRepository
-from . import render, schemas
+from . import render, schemas, version_schemas
 from .builder import BuilderTools
-from .outcomes import Result
+from .outcomes import Result, settled
+from .version_tools import VersionTools
+
+if TYPE_CHECKING:
+    from ..execution import AgentRunner
 
 #: What LangChain imports on the first call of any tool (its tracing callbacks): imported with the
 #: tools, so that the first ``ainvoke`` does not spend tens of ms importing on the event loop.
@@ -50,7 +55,7 @@ AsyncVariant = Callable[..., Awaitable[str]]
 class ToolSpec:
     """One tool: what the model sees of it and the ``BuilderTools`` method that does the work."""
 
-    #: The ``BuilderTools`` method (unbound); the tool is named after it.
+    #: The ``BuilderTools`` (or ``VersionTools``) method, unbound; the tool is named after it.
     method: Callable[..., Result]
     #: The arguments, each with its description and JSON schema, in the signature's order.
     args_schema: type[BaseModel]
@@ -60,6 +65,9 @@ class ToolSpec:
     native_coroutine: Callable[..., Awaitable[Result]] | None = None
     #: Whether the contract's ``ASYNC_TOOLS`` has it (it leaves ``list_available_tools`` out).
     async_export: bool = True
+    #: Whether the tool only reads the store (served by a read-only front end, e.g. ``serve-mcp
+    #: --read-only``); a tool that may write leaves it False.
+    reads_only: bool = False
 
     @property
     def name(self) -> str:
@@ -83,7 +91,12 @@ TOOL_SPECS: Final[tuple[ToolSpec, ...]] = (
         schemas.CreateAgentConfigArgs,
         schemas.CREATE_AGENT_CONFIG,
     ),
-    ToolSpec(BuilderTools.get_agent_config, schemas.AgentNameArgs, schemas.GET_AGENT_CONFIG),
+    ToolSpec(
+        BuilderTools.get_agent_config,
+        schemas.AgentNameArgs,
+        schemas.GET_AGENT_CONFIG,
+        reads_only=True,
+    ),
     ToolSpec(
         BuilderTools.update_agent_config,
         schemas.UpdateAgentConfigArgs,
@@ -102,9 +115,20 @@ TOOL_SPECS: Final[tuple[ToolSpec, ...]] = (
         schemas.NoArgs,
         schemas.LIST_AVAILABLE_TOOLS,
         async_export=False,
+        reads_only=True,
     ),
-    ToolSpec(BuilderTools.list_created_agents, schemas.NoArgs, schemas.LIST_CREATED_AGENTS),
-    ToolSpec(BuilderTools.search_agents, schemas.SearchAgentsArgs, schemas.SEARCH_AGENTS),
+    ToolSpec(
+        BuilderTools.list_created_agents,
+        schemas.NoArgs,
+        schemas.LIST_CREATED_AGENTS,
+        reads_only=True,
+    ),
+    ToolSpec(
+        BuilderTools.search_agents,
+        schemas.SearchAgentsArgs,
+        schemas.SEARCH_AGENTS,
+        reads_only=True,
+    ),
     ToolSpec(
         BuilderTools.execute_created_agent,
         schemas.ExecuteCreatedAgentArgs,
@@ -112,12 +136,41 @@ TOOL_SPECS: Final[tuple[ToolSpec, ...]] = (
         native_coroutine=BuilderTools.aexecute_created_agent,
     ),
     ToolSpec(
-        BuilderTools.get_agent_history, schemas.GetAgentHistoryArgs, schemas.GET_AGENT_HISTORY
+        BuilderTools.get_agent_history,
+        schemas.GetAgentHistoryArgs,
+        schemas.GET_AGENT_HISTORY,
+        reads_only=True,
     ),
 )
 
-#: Each declaration by tool name.
-SPECS_BY_NAME: Final[Mapping[str, ToolSpec]] = {spec.name: spec for spec in TOOL_SPECS}
+#: The four version tools (``make_version_tools``), whose methods are ``VersionTools``'.
+VERSION_TOOL_SPECS: Final[tuple[ToolSpec, ...]] = (
+    ToolSpec(
+        VersionTools.list_agent_versions,
+        version_schemas.ListAgentVersionsArgs,
+        version_schemas.LIST_AGENT_VERSIONS,
+    ),
+    ToolSpec(
+        VersionTools.diff_agent_versions,
+        version_schemas.DiffAgentVersionsArgs,
+        version_schemas.DIFF_AGENT_VERSIONS,
+    ),
+    ToolSpec(
+        VersionTools.rollback_agent_config,
+        version_schemas.RollbackAgentConfigArgs,
+        version_schemas.ROLLBACK_AGENT_CONFIG,
+    ),
+    ToolSpec(
+        VersionTools.set_agent_label,
+        version_schemas.SetAgentLabelArgs,
+        version_schemas.SET_AGENT_LABEL,
+    ),
+)
+
+#: Each declaration by tool name (the ten, then the version tools).
+SPECS_BY_NAME: Final[Mapping[str, ToolSpec]] = {
+    spec.name: spec for spec in (*TOOL_SPECS, *VERSION_TOOL_SPECS)
+}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -125,44 +178,89 @@ SPECS_BY_NAME: Final[Mapping[str, ToolSpec]] = {spec.name: spec for spec in TOOL
 # --------------------------------------------------------------------------------------------------
 
 
-def _coroutine(builder: BuilderTools, spec: ToolSpec) -> Callable[..., Awaitable[Result]]:
-    """The tool's work for an event loop: its native twin, else the method in a worker thread."""
+class StoreBound(Protocol):
+    """What a tool's logic offers its coroutine: its store, and itself on another store."""
+
+    async def arepo(self) -> AgentRepository: ...
+
+    def on(self, repo: AgentRepository) -> object: ...
+
+
+def _coroutine(builder: StoreBound, spec: ToolSpec) -> Callable[..., Awaitable[Result]]:
+    """The tool's work for an event loop: its native twin, else the whole method on the store's
+    own threads (``acall_in_thread``): validating and rendering stay off the loop, and on
+    PostgreSQL each repository call is the store's coroutine twin, awaited on the loop."""
     if spec.native_coroutine is not None:
         return MethodType(spec.native_coroutine, builder)
-    func = MethodType(spec.method, builder)
+    method = spec.method
 
-    async def in_thread(*args: Any, **kwargs: Any) -> Result:
-        return await asyncio.to_thread(func, *args, **kwargs)
+    async def on_store(*args: Any, **kwargs: Any) -> Result:
+        try:
+            repo = await builder.arepo()
+            return await repo.acall_in_thread(
+                lambda store: method(builder.on(store), *args, **kwargs)
+            )
+        except AgentStoreError as exc:  # the async side itself failed (e.g. no greenlet)
+            return settled(exc)
 
-    return in_thread
+    return on_store
 
 
 def builder_tools(builder: BuilderTools) -> list[BaseTool]:
     """The ten tools of ``builder``, in the contract's order."""
+    return _structured_tools(builder, TOOL_SPECS)
+
+
+def _structured_tools(owner: StoreBound, specs: tuple[ToolSpec, ...]) -> list[BaseTool]:
+    """The LangChain tools of ``specs``, their methods bound to ``owner``."""
     return [
         StructuredTool.from_function(
-            func=MethodType(spec.method, builder),
-            coroutine=_coroutine(builder, spec),
+            func=MethodType(spec.method, owner),
+            coroutine=_coroutine(owner, spec),
             name=spec.name,
             description=spec.description,
             args_schema=spec.args_schema,
             response_format="content_and_artifact",
             handle_validation_error=functools.partial(render.arguments_refused, spec.name),
         )
-        for spec in TOOL_SPECS
+        for spec in specs
     ]
 
 
 def make_builder_tools(
-    repo: AgentRepository, *, model: Any = None, mcp_catalog: Any = None
+    repo: AgentRepository,
+    *,
+    model: Any = None,
+    mcp_catalog: Any = None,
+    runner: AgentRunner | None = None,
 ) -> list[BaseTool]:
     """The ten builder tools bound to ``repo``, in the contract's order.
 
     ``model`` and ``mcp_catalog`` go to the runner of ``execute_created_agent`` (created on first
     use): the chat model to run agents with (default: each agent's configured model) and the MCP
-    server catalog.
+    server catalog. Or ``runner``: an ``AgentRunner`` of ``repo`` that runs the agents, e.g. one
+    keeping MCP servers warm (``keep_servers``; its owner closes it); it has its own model and
+    catalog, so it comes without ``model`` and ``mcp_catalog``.
     """
-    return builder_tools(BuilderTools(lambda: repo, model=model, mcp_catalog=mcp_catalog))
+    if runner is not None:
+        if model is not None or mcp_catalog is not None:
+            raise ValueError("give model and mcp_catalog to the runner, not with it")
+        if runner.repo is not repo:
+            raise ValueError("the runner records runs in another repository than repo")
+    return builder_tools(
+        BuilderTools(lambda: repo, model=model, mcp_catalog=mcp_catalog, runner=runner)
+    )
+
+
+def make_version_tools(repo: AgentRepository) -> list[BaseTool]:
+    """The four version tools bound to ``repo``: ``list_agent_versions``,
+    ``diff_agent_versions``, ``rollback_agent_config`` and ``set_agent_label``."""
+    return version_tools(BuilderTools(lambda: repo))
+
+
+def version_tools(builder: BuilderTools) -> list[BaseTool]:
+    """The four version tools over the repository of ``builder``."""
+    return _structured_tools(VersionTools(builder), VERSION_TOOL_SPECS)
 
 
 # --------------------------------------------------------------------------------------------------

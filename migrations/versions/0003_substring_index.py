@@ -6,8 +6,12 @@ GIN indexes on ``lower(name)`` and ``lower(description)``, which serve ``LIKE '%
 ``pg_trgm`` extension cannot be created (no privilege), the indexes are skipped with a warning and
 search falls back to scanning; nothing else changes.
 
+``pg_trgm`` is one per database: installed in any schema, it is used there (the indexes name its
+operator class with that schema, so they do not depend on the search path). Missing, it is
+created in the store's own schema (``open_repository(schema=...)``), else in ``public``.
+
 These objects are not part of the ORM metadata; ``migrations/env.py`` keeps them out of
-``alembic check`` (see ``SEARCH_INDEX_OBJECTS``).
+``alembic check`` (``acti_store.migrations.names.SEARCH_INDEX_PREFIXES``).
 
 Revision ID: 0003_search
 Revises: 0002_v2
@@ -22,6 +26,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import context, op
 from alembic.util import CommandError
+
+from acti_store.engine import store_schema
 
 revision: str = "0003_search"
 down_revision: str | None = "0002_v2"
@@ -65,9 +71,10 @@ def _pg_trgm_schema(bind: sa.Connection) -> str | None:
     schema = bind.execute(find).scalar()
     if schema is not None:
         return str(schema)
+    home = store_schema(bind) or "public"
     bind.execute(sa.text("SAVEPOINT acti_pg_trgm"))
     try:
-        bind.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public"))
+        bind.execute(sa.text(f'CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA "{home}"'))
     except sa.exc.DBAPIError as exc:
         bind.execute(sa.text("ROLLBACK TO SAVEPOINT acti_pg_trgm"))
         schema = bind.execute(find).scalar()  # created meanwhile by a concurrent migration?
@@ -76,7 +83,7 @@ def _pg_trgm_schema(bind: sa.Connection) -> str | None:
         log.warning("pg_trgm unavailable (%s): substring search will scan", exc.orig)
         return None
     bind.execute(sa.text("RELEASE SAVEPOINT acti_pg_trgm"))
-    return "public"
+    return home
 
 
 def upgrade() -> None:

@@ -1,0 +1,200 @@
+"""The agents as MCP resources, and the notifications that tell clients they changed.
+
+``acti://agents`` is ``list_created_agents``' artifact (bounded: the first names of each stratum
+and exact counts); ``acti://agents/{name}`` is the agent's document and
+``acti://agents/{name}/history`` its history document, both as export writes them (the same
+``documents`` functions). ``resources/list`` names ``acti://agents`` and then every agent, by
+name, a page at a time (the store's keyset cursor). Reading goes through the builder tools'
+logic, so an unknown agent is refused with ``get_agent_config``'s text (the names that exist).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Mapping
+from typing import Any, Final
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import McpError
+from pydantic import AnyUrl
+
+from ..documents import dumps
+from ..errors import AgentStoreError, InvalidInputError
+from ..models import HISTORY_MAX_RECORDS, SearchQuery
+from ..repository import SearchPage
+from ..tools import render
+from ..tools.builder import BuilderTools
+from ..tools.outcomes import Result
+from . import texts
+from .work import off_loop
+
+#: The MCP specification's error code for a resource that does not exist.
+RESOURCE_NOT_FOUND: Final = -32002
+#: Agents per page of ``resources/list``.
+PAGE_SIZE: Final = 100
+JSON: Final = "application/json"
+#: How long one notification may take to reach one client before it is given up.
+NOTIFY_TIMEOUT: Final = 5.0
+#: Tools after whose call the list of resources changed (an agent came or went).
+LISTING_TOOLS: Final = frozenset(
+    {"create_agent_config", "clone_agent_config", "delete_agent_config"}
+)
+
+_AGENT: Final = re.compile(r"acti://agents/(?P<name>[^/]*)(?P<history>/history)?")
+
+
+def agent_uri(name: str) -> str:
+    return texts.AGENT_URI.format(name=name)
+
+
+def history_uri(name: str) -> str:
+    return texts.HISTORY_URI.format(name=name)
+
+
+def templates() -> list[types.ResourceTemplate]:
+    """The two resource templates: an agent and its history."""
+    return [
+        types.ResourceTemplate(
+            uriTemplate=texts.AGENT_URI,
+            name="agent",
+            description=texts.AGENT_DESCRIPTION,
+            mimeType=JSON,
+        ),
+        types.ResourceTemplate(
+            uriTemplate=texts.HISTORY_URI,
+            name="agent_history",
+            description=texts.HISTORY_DESCRIPTION,
+            mimeType=JSON,
+        ),
+    ]
+
+
+def _agents_resource() -> types.Resource:
+    return types.Resource(
+        uri=AnyUrl(texts.AGENTS_URI),
+        name="agents",
+        description=texts.AGENTS_DESCRIPTION,
+        mimeType=JSON,
+    )
+
+
+def _error(code: int, message: str) -> McpError:
+    return McpError(types.ErrorData(code=code, message=message))
+
+
+def _store_error(exc: AgentStoreError) -> McpError:
+    return _error(types.INTERNAL_ERROR, render.store_error(exc))
+
+
+class Resources:
+    """The resources of one store, read through ``builder`` (off the event loop)."""
+
+    def __init__(self, builder: BuilderTools) -> None:
+        self._builder = builder
+
+    def _page(self, cursor: str | None) -> SearchPage:
+        return self._builder.repo.search_page(SearchQuery(sort_by="name", limit=PAGE_SIZE), cursor)
+
+    async def page(self, cursor: str | None) -> types.ListResourcesResult:
+        """``acti://agents`` (on the first page), then every agent by name, a page at a time."""
+        try:
+            page = await off_loop(self._page, cursor)
+        except InvalidInputError as exc:  # a cursor this server did not give
+            raise _error(types.INVALID_PARAMS, str(exc)) from None
+        except AgentStoreError as exc:
+            raise _store_error(exc) from None
+        agents = [
+            types.Resource(
+                uri=AnyUrl(agent_uri(agent.name)),
+                name=agent.name,
+                description=agent.description,
+                mimeType=JSON,
+            )
+            for agent in page.agents
+        ]
+        first = [_agents_resource()] if cursor is None else []
+        return types.ListResourcesResult(resources=first + agents, nextCursor=page.next_cursor)
+
+    async def read(self, uri: str) -> list[ReadResourceContents]:
+        """The resource at ``uri`` as JSON; an unknown one is an MCP error saying what exists."""
+        if uri == texts.AGENTS_URI:
+            _, listing = self._checked(await off_loop(self._builder.list_created_agents))
+            document = {key: value for key, value in listing.items() if key != "status"}
+            return [ReadResourceContents(dumps(document), JSON)]
+        match = _AGENT.fullmatch(uri)
+        if match is None:
+            raise _error(RESOURCE_NOT_FOUND, texts.UNKNOWN_RESOURCE.format(uri=uri))
+        name = match["name"]
+        if match["history"]:
+            call = self._builder.get_agent_history
+            _, found = self._checked(await off_loop(call, name=name, limit=HISTORY_MAX_RECORDS))
+            return [ReadResourceContents(dumps(found["history"]), JSON)]
+        _, found = self._checked(await off_loop(self._builder.get_agent_config, name=name))
+        return [ReadResourceContents(dumps(found["agent"]), JSON)]
+
+    @staticmethod
+    def _checked(result: Result) -> Result:
+        """``result`` if the tool succeeded; else its text as an MCP error."""
+        text, artifact = result
+        if artifact["status"] == "success":
+            return result
+        code = types.INTERNAL_ERROR if artifact["error"] == "store_error" else RESOURCE_NOT_FOUND
+        raise _error(code, text)
+
+
+def changed_by(tool: str, artifact: Mapping[str, Any]) -> tuple[list[str], bool]:
+    """The resources a writing tool's call changed, and whether the list of them changed.
+
+    An agent's document and history change when the tool returns it (``agent``) or when a run
+    of it was reported (``agent_name``: a failed run is recorded too); a dry run changes nothing.
+    """
+    agent = artifact.get("agent")
+    if isinstance(agent, Mapping) and artifact["status"] == "success":
+        name = agent.get("name")
+    else:
+        name = artifact.get("agent_name")
+    if not isinstance(name, str) or artifact.get("deleted") is False:
+        return [], False
+    return [texts.AGENTS_URI, agent_uri(name), history_uri(name)], tool in LISTING_TOOLS
+
+
+class Notifier:
+    """The sessions this server serves, what each subscribed to, and the notifications.
+
+    After a write through this server, every session is told that the list of resources
+    changed (when an agent came or went), and each session that subscribed to a changed resource
+    that it was updated. A session that is gone is forgotten; a slow one is given up after
+    ``NOTIFY_TIMEOUT`` seconds.
+    """
+
+    def __init__(self) -> None:
+        self._sessions: weakref.WeakKeyDictionary[ServerSession, set[str]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def seen(self, session: ServerSession) -> None:
+        self._sessions.setdefault(session, set())
+
+    def subscribe(self, session: ServerSession, uri: str) -> None:
+        self._sessions.setdefault(session, set()).add(uri)
+
+    def unsubscribe(self, session: ServerSession, uri: str) -> None:
+        self._sessions.setdefault(session, set()).discard(uri)
+
+    async def changed(self, uris: list[str], *, listing: bool) -> None:
+        for session, subscribed in list(self._sessions.items()):
+            updated = [uri for uri in uris if uri in subscribed]
+            if not (listing or updated):
+                continue
+            with anyio.move_on_after(NOTIFY_TIMEOUT):
+                try:
+                    if listing:
+                        await session.send_resource_list_changed()
+                    for uri in updated:
+                        await session.send_resource_updated(AnyUrl(uri))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    self._sessions.pop(session, None)

@@ -1,0 +1,174 @@
+"""The MCP server of one store: its tools, resources and prompt, on the SDK's low-level server.
+
+Why the low-level ``Server`` and not ``FastMCP``: FastMCP derives a tool's input schema from a
+Python signature and validates the arguments itself, answering a wrong value with its own error;
+here the schema is the declared args schema and a wrong value must reach the tool, which refuses
+it with the contract's text. The low-level server also returns a ``CallToolResult`` as given
+(text, artifact and ``isError`` together), which FastMCP builds itself. Resource templates,
+notifications and elicitation are the same session calls in both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import McpError
+
+from ..tools.builder import BuilderTools
+from ..tools.defaults import load_agent_stack
+from . import approval, prompts, texts
+from .resources import Notifier, Resources, changed_by, templates
+from .tools import builder_declarations, served_tools, tool_result
+
+
+class McpServer(Server[Any, Any]):
+    """The SDK's low-level server, telling clients that it notifies about resources."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """The capabilities, with resource subscriptions and ``list_changed`` notifications
+        (every transport, the SDK's HTTP session manager included, asks here)."""
+        init = super().create_initialization_options(
+            notification_options or NotificationOptions(resources_changed=True),
+            experimental_capabilities,
+        )
+        if init.capabilities.resources is not None:
+            init.capabilities.resources.subscribe = True
+        return init
+
+
+@dataclass(frozen=True)
+class McpServerOptions:
+    """What ``serve-mcp``'s options change in the server."""
+
+    #: Serve only the tools that only read (the store is opened read-only too).
+    read_only: bool = False
+    #: The version the server reports to clients (acti-store's).
+    version: str | None = None
+
+
+def build_server(builder: BuilderTools, options: McpServerOptions | None = None) -> McpServer:
+    """The MCP server of ``builder``'s store."""
+    options = options or McpServerOptions()
+    tools = served_tools(builder_declarations(builder), read_only=options.read_only)
+    if "execute_created_agent" in tools:
+        load_agent_stack()  # seconds of imports holding the GIL: now, not on a client's first run
+    resources = Resources(builder)
+    notifier = Notifier()
+    server = McpServer(
+        texts.SERVER_NAME, version=options.version, instructions=texts.SERVER_INSTRUCTIONS
+    )
+
+    def session() -> ServerSession:
+        """The session of the request being handled, remembered for notifications."""
+        current: ServerSession = server.request_context.session
+        notifier.seen(current)
+        return current
+
+    async def list_tools(_: types.ListToolsRequest) -> types.ServerResult:
+        session()
+        return types.ServerResult(
+            types.ListToolsResult(tools=[tool.definition() for tool in tools.values()])
+        )
+
+    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        client = session()
+        name, arguments = request.params.name, request.params.arguments or {}
+        tool = tools.get(name)
+        if tool is None:
+            message = texts.UNKNOWN_TOOL.format(name=name, names=", ".join(tools))
+            raise McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
+        request_id = server.request_context.request_id
+        result = await approval.refusal(client, request_id, tool, arguments)
+        if result is None:
+            result = await tool.call(arguments)
+        if not tool.spec.reads_only:
+            uris, listing = changed_by(name, result[1])
+            await notifier.changed(uris, listing=listing)
+        return types.ServerResult(tool_result(result))
+
+    async def list_resources(request: types.ListResourcesRequest) -> types.ServerResult:
+        session()
+        cursor = request.params.cursor if request.params else None
+        return types.ServerResult(await resources.page(cursor))
+
+    async def list_templates(_: types.ListResourceTemplatesRequest) -> types.ServerResult:
+        session()
+        return types.ServerResult(types.ListResourceTemplatesResult(resourceTemplates=templates()))
+
+    async def read_resource(request: types.ReadResourceRequest) -> types.ServerResult:
+        session()
+        uri = str(request.params.uri)
+        contents = [
+            types.TextResourceContents(uri=request.params.uri, mimeType=c.mime_type, text=c.content)
+            for c in await resources.read(uri)
+            if isinstance(c.content, str)
+        ]
+        return types.ServerResult(types.ReadResourceResult(contents=list(contents)))
+
+    async def subscribe(request: types.SubscribeRequest) -> types.ServerResult:
+        notifier.subscribe(session(), str(request.params.uri))
+        return types.ServerResult(types.EmptyResult())
+
+    async def unsubscribe(request: types.UnsubscribeRequest) -> types.ServerResult:
+        notifier.unsubscribe(session(), str(request.params.uri))
+        return types.ServerResult(types.EmptyResult())
+
+    async def list_prompts(_: types.ListPromptsRequest) -> types.ServerResult:
+        session()
+        return types.ServerResult(types.ListPromptsResult(prompts=[prompts.PROMPT]))
+
+    async def get_prompt(request: types.GetPromptRequest) -> types.ServerResult:
+        session()
+        return types.ServerResult(
+            prompts.build_agent(request.params.name, request.params.arguments)
+        )
+
+    server.request_handlers.update(
+        {
+            types.ListToolsRequest: list_tools,
+            types.CallToolRequest: call_tool,
+            types.ListResourcesRequest: list_resources,
+            types.ListResourceTemplatesRequest: list_templates,
+            types.ReadResourceRequest: read_resource,
+            types.SubscribeRequest: subscribe,
+            types.UnsubscribeRequest: unsubscribe,
+            types.ListPromptsRequest: list_prompts,
+            types.GetPromptRequest: get_prompt,
+        }
+    )
+    return server
+
+
+async def serve_stdio(server: McpServer) -> None:
+    """Serve over stdin/stdout until the client closes stdin.
+
+    The protocol gets its own copies of the two descriptors (the SDK closes what it was given),
+    and ``print`` goes to stderr meanwhile: a stray line on stdout would break the protocol.
+    """
+    protocol_in = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    reader = anyio.wrap_file(io.TextIOWrapper(protocol_in, encoding="utf-8", errors="replace"))
+    writer = anyio.wrap_file(io.TextIOWrapper(protocol_out, encoding="utf-8"))
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            async with stdio_server(reader, writer) as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        finally:
+            for stream in (protocol_in, protocol_out):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.close()

@@ -1,0 +1,104 @@
+"""The builder's tools as MCP tools, derived from their declarations (``tools.specs``).
+
+Each MCP tool has its declaration's name, description and input schema (the args schema the
+LangChain tool shows), and returns what the LangChain tool returns: the text as ``content`` and
+the artifact as ``structuredContent`` (``ARTIFACT_SCHEMA``), with ``isError`` on every refusal.
+Arguments are checked as LangChain checks them (the args schema: a missing one is refused with
+``render.arguments_refused``'s text), then by the tool itself; the SDK does not validate them
+against the schema first, which would answer a wrong value with its own text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from mcp import types
+from pydantic import ValidationError
+
+from ..tools import render
+from ..tools.outcomes import Result, invalid
+from ..tools.specs import TOOL_SPECS, ToolSpec
+from .work import off_loop
+
+#: What every tool's ``structuredContent`` is: its artifact (``tools.outcomes``).
+ARTIFACT_SCHEMA: Final[Mapping[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": ["success", "error"]},
+        "error": {
+            "type": ["string", "null"],
+            "description": "When status is error: the kind of refusal (not_found, validation, "
+            "already_exists, store_error, ...); for execute_created_agent, the run's error "
+            "message (its kind is error_type).",
+        },
+    },
+    "required": ["status"],
+    "additionalProperties": True,
+}
+
+
+@dataclass(frozen=True)
+class ServedTool:
+    """One declared tool and the object whose method does its work (a ``BuilderTools``)."""
+
+    spec: ToolSpec
+    target: object
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def definition(self) -> types.Tool:
+        """The tool as ``tools/list`` shows it."""
+        spec = self.spec
+        return types.Tool(
+            name=spec.name,
+            description=spec.description,
+            inputSchema=spec.args_schema.model_json_schema(),
+            outputSchema=dict(ARTIFACT_SCHEMA),
+            annotations=types.ToolAnnotations(
+                readOnlyHint=spec.reads_only, destructiveHint=not spec.reads_only
+            ),
+        )
+
+    async def call(self, arguments: Mapping[str, Any]) -> Result:
+        """The tool's ``(text, artifact)`` for ``arguments``, the store work off the loop."""
+        spec = self.spec
+        try:
+            checked = spec.args_schema.model_validate(arguments)
+        except ValidationError as exc:  # as LangChain's handle_validation_error words it
+            return invalid(exc, lambda errors: render.invalid_arguments(spec.name, errors)).result
+        given = {name: getattr(checked, name) for name in checked.model_fields_set}
+        if spec.native_coroutine is not None:
+            return await spec.native_coroutine(self.target, **given)
+        return await off_loop(spec.method, self.target, **given)
+
+
+def served_tools(
+    declarations: Iterable[tuple[Sequence[ToolSpec], object]], *, read_only: bool
+) -> dict[str, ServedTool]:
+    """The tools to serve, by name: each set of declarations bound to its object; with
+    ``read_only``, only the tools that only read (``ToolSpec.reads_only``)."""
+    return {
+        spec.name: ServedTool(spec, target)
+        for specs, target in declarations
+        for spec in specs
+        if spec.reads_only or not read_only
+    }
+
+
+def builder_declarations(builder: object) -> list[tuple[Sequence[ToolSpec], object]]:
+    """The builder's ten tools, bound to ``builder`` (a ``BuilderTools``)."""
+    return [(TOOL_SPECS, builder)]
+
+
+def tool_result(result: Result) -> types.CallToolResult:
+    """A tool's ``(text, artifact)`` as MCP returns it."""
+    text, artifact = result
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structuredContent=artifact,
+        isError=artifact.get("status") == "error",
+    )

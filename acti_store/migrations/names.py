@@ -1,0 +1,76 @@
+"""Which database objects are acti_store's: name filters for Alembic's ``include_name``.
+
+Two sides of one database: an application's Alembic must not see acti_store's tables as drift
+(``ignore_acti_store``, for its ``env.py``), and acti_store's own ``alembic check`` must not see the
+application's (``owned_name``, used by acti_store's ``env.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+from alembic.runtime.environment import IncludeNameFn, NameFilterParentNames, NameFilterType
+
+from ..engine import ENV_SCHEMA, VERSION_TABLE
+from ..schema import Base
+
+#: acti_store's tables in its ORM metadata: what ``alembic check`` compares.
+ORM_TABLES: Final = frozenset(Base.metadata.tables)
+#: Name prefixes of the search-index objects the migrations make with raw SQL, outside the ORM
+#: metadata: revision 0003's FTS5 table and its shadow tables and 0004's ``agents_fts_log``
+#: (SQLite, "agents_fts"), and 0003's pg_trgm indexes (PostgreSQL, "ix_agents_trgm_").
+SEARCH_INDEX_PREFIXES: Final = ("agents_fts", "ix_agents_trgm_")
+
+
+def is_acti_store_table(name: str) -> bool:
+    """Whether a table of this name is one acti_store makes (ORM, search index, version table)."""
+    return name in ORM_TABLES or name == VERSION_TABLE or name.startswith(SEARCH_INDEX_PREFIXES)
+
+
+def owned_name(
+    name: str | None, type_: NameFilterType, parent_names: NameFilterParentNames
+) -> bool:
+    """``include_name`` of acti_store's own ``env.py``: compare only acti_store's ORM tables,
+    and not the search-index objects the migrations make with raw SQL. Another application's
+    tables in the same database (or schema) are not drift."""
+    if name is None:
+        return True
+    if type_ == "table":
+        return name in ORM_TABLES
+    return not name.startswith(SEARCH_INDEX_PREFIXES)
+
+
+def ignore_acti_store(schema: str | None = None) -> IncludeNameFn:
+    """The ``include_name`` for an application's own Alembic ``env.py`` that shares a database
+    with acti_store: its autogenerate and ``alembic check`` then neither see acti_store's
+    tables as drift nor propose to drop them::
+
+        from acti_store.migrations import ignore_acti_store
+        context.configure(connection=connection, target_metadata=target_metadata,
+                          include_name=ignore_acti_store(schema="acti"))
+
+    ``schema`` is the PostgreSQL schema acti_store lives in (``open_repository(schema=...)``;
+    None: ``ACTI_STORE_SCHEMA``; ``""``: the application's default schema, as on SQLite). With
+    a schema of its own, that schema is left out (it only shows with ``include_schemas=True``)
+    and the application's own ``agents`` table in its default schema is compared as usual;
+    without one, acti_store's tables are left out of the default schema by name. Combine it
+    with a filter of your own as ``lambda *a: ours(*a) and mine(*a)``.
+    """
+    own = os.environ.get(ENV_SCHEMA, "") if schema is None else schema
+
+    def include_name(
+        name: str | None, type_: NameFilterType, parent_names: NameFilterParentNames
+    ) -> bool:
+        if name is None:
+            return True
+        if type_ == "schema":
+            return not own or name != own
+        if type_ != "table":
+            return True
+        table_schema = parent_names.get("schema_name")
+        if own:
+            return table_schema != own
+        return table_schema is not None or not is_acti_store_table(name)
+
+    return include_name

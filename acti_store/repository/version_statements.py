@@ -1,0 +1,363 @@
+"""The statements of configuration versions (revision 0006) and their rows <-> models.
+
+Snapshots (``agent_versions``), labels (``agent_labels``), the label log (``agent_label_moves``)
+and per-version run counters (``agent_version_stats``). Each read of an agent's versions walks
+the ``(agent_id, version)`` index from its newest end, so it stays flat however many there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from sqlalchemy import (
+    Integer,
+    Text,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+
+from ..models import AgentConfig, ExecutionRecord, ExecutionStats, trusted
+from ..schema import (
+    UtcDateTime,
+    agent_labels,
+    agent_versions,
+    agents,
+    executions,
+    label_moves,
+    versions_archive,
+)
+from ..schema import version_stats as stats_table
+from ..sqlexec import Cursor, Prepared
+from ..versioning import AgentVersion, LabelMove, version_of
+
+_VERSION_COLUMNS: Final = (
+    agent_versions.c.version,
+    agent_versions.c.description,
+    agent_versions.c.system_prompt,
+    agent_versions.c.tools,
+    agent_versions.c.model,
+    agent_versions.c.stratum,
+    agent_versions.c.tags,
+    agent_versions.c.created_at,
+    agent_versions.c.message,
+)
+_SNAPSHOT_KEYS: Final = (
+    "agent_id",
+    "version",
+    "description",
+    "system_prompt",
+    "tools",
+    "model",
+    "stratum",
+    "tags",
+    "created_at",
+    "message",
+)
+_of_agent = agent_versions.c.agent_id == bindparam("agent_id")
+_newest_first = agent_versions.c.version.desc()
+
+INSERT_VERSION: Final = Prepared(insert(agent_versions), columns=_SNAPSHOT_KEYS)
+#: The snapshot of an agent row as its write left it, copied by the database (the configuration
+#: is not sent again): its version, made at its ``updated_at``, with ``message``.
+SNAPSHOT_ROW: Final = Prepared(
+    insert(agent_versions).from_select(
+        list(_SNAPSHOT_KEYS),
+        select(
+            agents.c.id,
+            agents.c.version,
+            agents.c.description,
+            agents.c.system_prompt,
+            agents.c.tools,
+            agents.c.model,
+            agents.c.stratum,
+            agents.c.tags,
+            agents.c.updated_at,
+            bindparam("message", type_=Text()),
+        ).where(agents.c.id == bindparam("agent_id")),
+    )
+)
+VERSIONS: Final = Prepared(select(*_VERSION_COLUMNS).where(_of_agent).order_by(_newest_first))
+VERSIONS_LIMITED: Final = Prepared(
+    select(*_VERSION_COLUMNS)
+    .where(_of_agent)
+    .order_by(_newest_first)
+    .limit(bindparam("limit", type_=Integer()))
+)
+VERSION: Final = Prepared(
+    select(*_VERSION_COLUMNS).where(_of_agent, agent_versions.c.version == bindparam("version"))
+)
+#: A row of ``FIND_VERSION``: the snapshot's columns, then one label on it (NULL: none).
+_labelled = agent_labels.alias("labelled")
+_chosen = agent_labels.alias("chosen")
+_found = (
+    select(*_VERSION_COLUMNS, _labelled.c.label)
+    .select_from(
+        agents.join(agent_versions, agent_versions.c.agent_id == agents.c.id).outerjoin(
+            _labelled,
+            and_(
+                _labelled.c.agent_id == agent_versions.c.agent_id,
+                _labelled.c.version == agent_versions.c.version,
+            ),
+        )
+    )
+    .where(agents.c.name == bindparam("name"))
+    .order_by(_labelled.c.label)
+)
+#: One snapshot with its labels in one statement (one row per label), by number, by label or
+#: the current one: the fast path of ``get_version`` (no rows: find out why on the slow path).
+FIND_VERSION: Final = {
+    "version": Prepared(_found.where(agent_versions.c.version == bindparam("version"))),
+    "current": Prepared(_found.where(agent_versions.c.version == agents.c.version)),
+    "label": Prepared(
+        _found.join(
+            _chosen,
+            and_(
+                _chosen.c.agent_id == agents.c.id,
+                _chosen.c.label == bindparam("label"),
+                _chosen.c.version == agent_versions.c.version,
+            ),
+        )
+    ),
+}
+#: Versions stored, oldest and newest: what a "no such version" error names.
+VERSION_RANGE: Final = Prepared(
+    select(
+        func.count(), func.min(agent_versions.c.version), func.max(agent_versions.c.version)
+    ).where(_of_agent)
+)
+_label_of_agent = agent_labels.c.agent_id == bindparam("agent_id")
+LABELS: Final = Prepared(
+    select(agent_labels.c.label, agent_labels.c.version)
+    .where(_label_of_agent)
+    .order_by(agent_labels.c.label)
+)
+LABEL: Final = Prepared(
+    select(agent_labels.c.version).where(
+        _label_of_agent, agent_labels.c.label == bindparam("label")
+    )
+)
+INSERT_LABEL: Final = Prepared(insert(agent_labels), columns=("agent_id", "label", "version"))
+MOVE_LABEL: Final = Prepared(
+    update(agent_labels)
+    .where(_label_of_agent, agent_labels.c.label == bindparam("label"))
+    .values(version=bindparam("to_version"))
+)
+DELETE_LABEL: Final = Prepared(
+    delete(agent_labels).where(_label_of_agent, agent_labels.c.label == bindparam("label"))
+)
+DELETE_LABELS: Final = Prepared(delete(agent_labels).where(_label_of_agent))
+_MOVE_KEYS: Final = (
+    "agent_id",
+    "agent_name",
+    "label",
+    "from_version",
+    "to_version",
+    "moved_at",
+    "note",
+)
+INSERT_MOVE: Final = Prepared(insert(label_moves), columns=_MOVE_KEYS)
+_MOVE_COLUMNS: Final = (
+    label_moves.c.label,
+    label_moves.c.from_version,
+    label_moves.c.to_version,
+    label_moves.c.moved_at,
+    label_moves.c.note,
+)
+MOVES: Final = Prepared(
+    select(*_MOVE_COLUMNS)
+    .where(label_moves.c.agent_id == bindparam("agent_id"))
+    .order_by(label_moves.c.id.desc())
+)
+#: Delete (``delete_history``) or archive (agent_id NULL, name kept) an agent's versions and log.
+DELETE_VERSIONS: Final = Prepared(delete(agent_versions).where(_of_agent))
+_ARCHIVED_KEYS: Final = tuple(k for k in _SNAPSHOT_KEYS if k != "agent_id")
+#: Copy an agent's snapshots into the archive, by name (``DELETE_VERSIONS`` follows).
+ARCHIVE_VERSIONS: Final = Prepared(
+    insert(versions_archive).from_select(
+        ["agent_name", *_ARCHIVED_KEYS],
+        select(bindparam("name"), *(agent_versions.c[k] for k in _ARCHIVED_KEYS))
+        .where(_of_agent)
+        .order_by(agent_versions.c.version),
+    )
+)
+DELETE_MOVES: Final = Prepared(
+    delete(label_moves).where(label_moves.c.agent_id == bindparam("agent_id"))
+)
+ARCHIVE_MOVES: Final = Prepared(
+    update(label_moves)
+    .where(label_moves.c.agent_id == bindparam("archived_id"))
+    .values(agent_id=None)
+)
+DELETE_STATS: Final = Prepared(
+    delete(stats_table).where(stats_table.c.agent_id == bindparam("agent_id"))
+)
+#: Keep the ``keep`` newest snapshots besides the current version and the labelled ones.
+PRUNE: Final = Prepared(
+    delete(agent_versions).where(
+        _of_agent,
+        agent_versions.c.version.in_(
+            select(agent_versions.c.version)
+            .where(
+                _of_agent,
+                agent_versions.c.version != bindparam("current"),
+                agent_versions.c.version.not_in(
+                    select(agent_labels.c.version).where(_label_of_agent)
+                ),
+            )
+            .order_by(_newest_first)
+            .offset(bindparam("keep", type_=Integer()))
+        ),
+    )
+)
+
+_of_stats = (
+    stats_table.c.agent_id == bindparam("agent_id"),
+    stats_table.c.version == bindparam("version"),
+)
+_run_time = bindparam("timestamp", type_=UtcDateTime())
+#: Move one version's counters for one run (no row: its first run, ``INSERT_STATS``).
+BUMP_STATS: Final = Prepared(
+    update(stats_table)
+    .where(*_of_stats)
+    .values(
+        runs=stats_table.c.runs + 1,
+        successes=stats_table.c.successes + bindparam("succeeded", type_=Integer()),
+        errors=stats_table.c.errors + bindparam("failed", type_=Integer()),
+        duration_total=stats_table.c.duration_total + bindparam("duration"),
+        last_executed_at=case(
+            (
+                or_(
+                    stats_table.c.last_executed_at.is_(None),
+                    stats_table.c.last_executed_at < _run_time,
+                ),
+                _run_time,
+            ),
+            else_=stats_table.c.last_executed_at,
+        ),
+    )
+)
+INSERT_STATS: Final = Prepared(
+    insert(stats_table),
+    columns=(
+        "agent_id",
+        "version",
+        "runs",
+        "successes",
+        "errors",
+        "duration_total",
+        "last_executed_at",
+    ),
+)
+STATS_BY_VERSION: Final = Prepared(
+    select(
+        stats_table.c.version,
+        stats_table.c.runs,
+        stats_table.c.successes,
+        stats_table.c.errors,
+        stats_table.c.duration_total,
+        stats_table.c.last_executed_at,
+    )
+    .where(stats_table.c.agent_id == bindparam("agent_id"))
+    .order_by(stats_table.c.version)
+)
+RETAINED_BY_VERSION: Final = Prepared(
+    select(executions.c.agent_version, func.count())
+    .where(executions.c.agent_id == bindparam("agent_id"))
+    .group_by(executions.c.agent_version)
+)
+
+
+def snapshot_values(
+    agent_id: int, version: int, config: AgentConfig, created_at: Any, message: str | None
+) -> dict[str, Any]:
+    """The parameters of ``INSERT_VERSION`` for one snapshot."""
+    return {
+        "agent_id": agent_id,
+        "version": version,
+        "description": config.description,
+        "system_prompt": config.system_prompt,
+        "tools": list(config.tools),
+        "model": config.model,
+        "stratum": config.stratum,
+        "tags": list(config.tags),
+        "created_at": created_at,
+        "message": message,
+    }
+
+
+def version_from_row(name: str, row: Sequence[Any], labels: list[str]) -> AgentVersion:
+    """The snapshot in a row of ``_VERSION_COLUMNS``."""
+    config = trusted(
+        AgentConfig,
+        name=name,
+        description=row[1],
+        system_prompt=row[2],
+        tools=list(row[3]),
+        model=row[4],
+        stratum=row[5],
+        tags=list(row[6]),
+    )
+    return version_of(name, row[0], config, row[7], row[8], labels)
+
+
+def move_from_row(row: Sequence[Any]) -> LabelMove:
+    return trusted(
+        LabelMove,
+        label=row[0],
+        from_version=row[1],
+        to_version=row[2],
+        moved_at=row[3],
+        note=row[4],
+    )
+
+
+def stats_from_rows(
+    rows: Sequence[Sequence[Any]], retained: dict[int | None, int]
+) -> dict[int, ExecutionStats]:
+    """Per-version statistics from ``STATS_BY_VERSION`` rows and ``RETAINED_BY_VERSION``."""
+    return {
+        row[0]: trusted(
+            ExecutionStats,
+            total_executions=row[1],
+            success_count=row[2],
+            error_count=row[3],
+            retained=retained.get(row[0], 0),
+            average_duration_seconds=float(row[4]) / row[1] if row[1] else None,
+            last_executed_at=row[5],
+        )
+        for row in rows
+    }
+
+
+def bump_stats(cursor: Cursor, agent_id: int, version: int, record: ExecutionRecord) -> None:
+    """Count one run of ``version`` (in the run's transaction)."""
+    success, duration, timestamp = record.success, record.duration_seconds, record.timestamp
+    values = {
+        "agent_id": agent_id,
+        "version": version,
+        "succeeded": int(success),
+        "failed": int(not success),
+        "duration": duration,
+        "timestamp": timestamp,
+    }
+    if cursor.execute(BUMP_STATS, values) == 0:
+        cursor.execute(
+            INSERT_STATS,
+            {
+                "agent_id": agent_id,
+                "version": version,
+                "runs": 1,
+                "successes": int(success),
+                "errors": int(not success),
+                "duration_total": duration,
+                "last_executed_at": timestamp,
+            },
+        )

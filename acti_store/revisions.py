@@ -1,0 +1,203 @@
+"""The store's schema revision: brought to Alembic head (or to a target), checked, and moved out
+of ``alembic_version`` for a store an earlier acti_store made.
+
+Every function takes an engine or connection made by ``acti_store.engine.make_engine``: its
+PostgreSQL schema (``store_schema``) is the search path of every connection, so the version table
+and every object the migrations create are there; it is created, under the migration lock, by
+the first migration that needs it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from alembic import command
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, column, func, select, text
+from sqlalchemy import table as sa_table
+
+from .dberrors import unreachable
+from .engine import LEGACY_VERSION_TABLE, VERSION_TABLE, alembic_config, store_schema
+from .errors import InvalidInputError, SchemaVersionError
+
+#: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
+_PG_MIGRATION_LOCK: Final = 0x61637469
+
+
+def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[str]]:
+    """Bring the schema to Alembic head (or to revision ``target``, up or down), on a connection
+    we hand to Alembic; return the revisions before and after.
+
+    Refuses (``SchemaVersionError``) a database stamped with a revision this code does not know:
+    it was written by a newer acti_store. A store whose revision an earlier acti_store kept in
+    ``alembic_version`` has it moved to ``VERSION_TABLE`` first, in the same transaction.
+    Concurrent callers queue on a lock and all succeed.
+    """
+    cfg = alembic_config()
+    script = ScriptDirectory.from_config(cfg)
+    heads = set(script.get_heads())
+    current, legacy = _current_heads(engine, script)
+    _refuse_unknown(script, current)
+    if target == "head" and current == heads and not legacy:
+        return current, current
+    with engine.execution_options(acti_write=True).begin() as conn:
+        before = begin_migration(conn, script)
+        _refuse_unknown(script, before)
+        if target == "head" or not _is_ancestor(script, target, before):
+            if target != "head":
+                _known_target(script, target)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, target)
+        else:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, target)
+        after = _heads_in(conn, VERSION_TABLE)
+    return before, after
+
+
+def begin_migration(conn: Connection, script: ScriptDirectory) -> set[str]:
+    """Everything before Alembic runs, in ``conn``'s transaction: ``migration_lock``, the
+    store's schema created if it is missing, and ``adopt_legacy_version``; return the store's
+    revisions. ``upgrade_schema`` and ``alembic upgrade`` (``migrations/env.py``) both do this."""
+    migration_lock(conn)
+    create_store_schema(conn)
+    return adopt_legacy_version(conn, script)
+
+
+def create_store_schema(conn: Connection) -> None:
+    """Create the store's PostgreSQL schema (``store_schema``) if it does not exist yet.
+
+    Looked up first: ``CREATE SCHEMA IF NOT EXISTS`` needs the right to create schemas in the
+    database even when the schema is there, and a role given only its own schema lacks it."""
+    schema = store_schema(conn)
+    if schema is None:
+        return
+    found = conn.execute(
+        text("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = :schema"), {"schema": schema}
+    ).first()
+    if found is None:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+
+
+def migration_lock(conn: Connection) -> None:
+    """Queue behind any other migration of this database, until ``conn``'s transaction ends.
+
+    PostgreSQL: an advisory lock. SQLite: the transaction began with ``BEGIN IMMEDIATE`` (a
+    connection with the execution option ``acti_write``), which is the lock."""
+    if conn.dialect.name == "postgresql":
+        # Openers queue behind a migration however long it takes (a table rewrite may take
+        # longer than lock_timeout): it is not a write waiting on another writer.
+        conn.execute(text("SET LOCAL lock_timeout = 0"))
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+
+
+def adopt_legacy_version(conn: Connection, script: ScriptDirectory) -> set[str]:
+    """Move our revision from ``alembic_version`` (where acti_store kept it before) to
+    ``VERSION_TABLE``, in ``conn``'s transaction (hold ``migration_lock``); return the revisions
+    in ``VERSION_TABLE`` afterwards.
+
+    Only revisions of our own scripts move, and only when ``VERSION_TABLE`` holds none: an
+    application's own revision stays in ``alembic_version``. The old table is dropped when our
+    row was all it held.
+    """
+    current = _heads_in(conn, VERSION_TABLE)
+    if current:
+        return current
+    ours = [rev for rev in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, rev)]
+    if not ours:
+        return current
+    context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+    for revision in ours:
+        context.stamp(script, revision)
+    table = sa_table(LEGACY_VERSION_TABLE, column("version_num"))
+    conn.execute(table.delete().where(table.c.version_num.in_(ours)))
+    if conn.execute(select(func.count()).select_from(table)).scalar_one() == 0:
+        conn.execute(text(f"DROP TABLE {LEGACY_VERSION_TABLE}"))
+    return _heads_in(conn, VERSION_TABLE)
+
+
+def check_schema(engine: Engine) -> None:
+    """Refuse (``SchemaVersionError``) a store whose schema is not at Alembic head, writing
+    nothing: what a read-only open does instead of ``upgrade_schema``."""
+    script = ScriptDirectory.from_config(alembic_config())
+    heads = set(script.get_heads())
+    current, legacy = _current_heads(engine, script)
+    _refuse_unknown(script, current)
+    if current != heads:
+        at = ", ".join(sorted(current)) or "none (no acti_store schema)"
+        raise SchemaVersionError(
+            f"the store's schema is at revision {at}, not {', '.join(sorted(heads))}, and a "
+            "read-only open does not upgrade it: open it once with write access (acti-store "
+            "migrate) first"
+        )
+    if legacy:
+        raise SchemaVersionError(
+            f"the store records its schema revision in {LEGACY_VERSION_TABLE}, as earlier "
+            f"versions of acti_store did, and a read-only open does not move it to "
+            f"{VERSION_TABLE}: open it once with write access (acti-store migrate) first"
+        )
+
+
+def current_revisions(engine: Engine) -> tuple[set[str], set[str], bool]:
+    """The store's revisions, the heads of our scripts, and whether the store's revision is
+    still in ``alembic_version`` (``acti-store migrate --current``)."""
+    script = ScriptDirectory.from_config(alembic_config())
+    current, legacy = _current_heads(engine, script)
+    return current, set(script.get_heads()), legacy
+
+
+def _current_heads(engine: Engine, script: ScriptDirectory) -> tuple[set[str], bool]:
+    """The store's revisions, and whether they are still in ``alembic_version`` (not moved)."""
+    try:
+        with engine.connect() as conn:
+            current = _heads_in(conn, VERSION_TABLE)
+            if current:
+                return current, False
+            legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
+            return legacy, bool(legacy)
+    except Exception as exc:  # the database cannot be reached at all
+        raise unreachable(exc) from exc
+
+
+def _heads_in(conn: Connection, version_table: str) -> set[str]:
+    context = MigrationContext.configure(conn, opts={"version_table": version_table})
+    return set(context.get_current_heads())
+
+
+def _known(script: ScriptDirectory, revision: str) -> bool:
+    try:
+        return script.get_revision(revision) is not None
+    except Exception:
+        return False
+
+
+def _known_target(script: ScriptDirectory, target: str) -> None:
+    if target != "base" and not _known(script, target):
+        known = ", ".join(r.revision for r in script.walk_revisions())
+        raise InvalidInputError(
+            "migration target", [("revision", f"{target!r} is not one of {known}")]
+        )
+
+
+def _is_ancestor(script: ScriptDirectory, target: str, current: set[str]) -> bool:
+    """Whether going to ``target`` from ``current`` is a downgrade."""
+    _known_target(script, target)
+    if target == "base":
+        return bool(current)
+    below: set[str] = set()
+    for head in current:
+        below.update(
+            r.revision for r in script.walk_revisions(base="base", head=head) if r.revision != head
+        )
+    return target in below
+
+
+def _refuse_unknown(script: ScriptDirectory, current: set[str]) -> None:
+    for revision in current:
+        if not _known(script, revision):
+            raise SchemaVersionError(
+                f"the database is at schema revision {revision!r}, which this version of "
+                "acti_store does not know (it was written by a newer version). Upgrade "
+                "acti_store; nothing was written."
+            )
