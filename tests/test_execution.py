@@ -17,42 +17,29 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import FakeClock, make_config
+from conftest import FakeClock
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from run_harness import SERVERS, make_agent, only_credentials, server_catalog, started_pids
 
-from acti_store import Agent, SqlAgentRepository
+from acti_store import SqlAgentRepository
 from acti_store.cli import main
 from acti_store.execution import (
-    DEFAULT_CATEGORIES,
-    ENV_CONFIG,
-    MODEL_API_KEYS,
     AgentRunner,
-    CategorySpec,
     McpCatalog,
     RunReport,
 )
 from acti_store.testing import ScriptedChatModel, Step, calls, tool_call
 
-SERVERS = Path(__file__).parent / "mcp_servers"
 CRM_TOKEN = "sentinel-crm-token-5f1e9a"
 GOOGLE_CREDENTIALS = "/secrets/sentinel-google-oauth-8c2d.json"
 ANTHROPIC_KEY = "sentinel-anthropic-key-3b7d"
 LEAD_TASK = "Qualify this lead: John from Acme Corp, $50k budget, Q2 timeline"
 
 
-def stdio(script: str, *args: str) -> dict[str, object]:
-    return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS / script), *args]}
-
-
 @pytest.fixture(autouse=True)
 def environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the sentinel credentials are set; no catalog file is configured."""
-    names = {n for spec in DEFAULT_CATEGORIES.values() for n in spec.env}
-    names |= {n for keys in MODEL_API_KEYS.values() for n in keys} | {ENV_CONFIG}
-    for name in names:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PRIVATE_APP_ACCESS_TOKEN", CRM_TOKEN)
-    monkeypatch.setenv("GOOGLE_OAUTH_CREDENTIALS", GOOGLE_CREDENTIALS)
+    only_credentials(monkeypatch, CRM_TOKEN, GOOGLE_CREDENTIALS)
 
 
 @pytest.fixture
@@ -63,40 +50,11 @@ def starts(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def catalog(starts: Path) -> McpCatalog:
-    return McpCatalog(
-        {
-            "crm": CategorySpec(
-                "HubSpot",
-                stdio("crm_server.py", "--starts", str(starts)),
-                env=("PRIVATE_APP_ACCESS_TOKEN",),
-            ),
-            "calendar": CategorySpec(
-                "Google Calendar",
-                stdio("calendar_server.py", "--starts", str(starts)),
-                env=("GOOGLE_OAUTH_CREDENTIALS",),
-            ),
-            "communication": CategorySpec("Twilio", stdio("failing_server.py")),
-            "websearch": CategorySpec("Tavily", stdio("hanging_server.py")),
-            "voice": CategorySpec(
-                "ElevenLabs", stdio("crm_server.py"), env=("ELEVENLABS_API_KEY",)
-            ),
-        }
-    )
-
-
-def make_agent(
-    repo: SqlAgentRepository, tools: Sequence[str], name: str = "lead_qualifier"
-) -> Agent:
-    repo.create(make_config(name, tools=list(tools)))
-    return repo.get(name)
+    return server_catalog(starts)
 
 
 def scripted(*script: Step, delay: float = 0.0) -> ScriptedChatModel:
     return ScriptedChatModel(script=list(script), delay=delay)
-
-
-def started_pids(starts: Path) -> list[int]:
-    return [int(line) for line in starts.read_text().split()] if starts.exists() else []
 
 
 def assert_gone(pid: int) -> None:

@@ -21,16 +21,19 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import make_config
 from langchain_core.messages import AIMessage
+from run_harness import (
+    SERVERS,
+    make_agent,
+    only_credentials,
+    server_catalog,
+    started_pids,
+    stdio,
+)
 
-from acti_store import Agent, SqlAgentRepository, open_repository
+from acti_store import SqlAgentRepository, open_repository
 from acti_store.execution import (
-    DEFAULT_CATEGORIES,
-    ENV_CONFIG,
-    MODEL_API_KEYS,
     AgentRunner,
-    CategorySpec,
     McpCatalog,
     RunnerClosedError,
 )
@@ -38,26 +41,16 @@ from acti_store.execution.pool import session_key
 from acti_store.testing import ScriptedChatModel, calls, tool_call
 from acti_store.tools import make_builder_tools
 
-SERVERS = Path(__file__).parent / "mcp_servers"
 CRM_TOKEN = "sentinel-crm-token-warm-1a2b3c"
 OTHER_CRM_TOKEN = "sentinel-crm-token-other-9z8y7x"
 GOOGLE_CREDENTIALS = "/secrets/sentinel-google-warm-4d5e.json"
 LOOKUP = "Found: John Smith, VP Sales (contact_id 12345)"
 
 
-def stdio(script: str, *args: str) -> dict[str, object]:
-    return {"transport": "stdio", "command": sys.executable, "args": [str(SERVERS / script), *args]}
-
-
 @pytest.fixture(autouse=True)
 def environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the sentinel credentials are set; no catalog file is configured."""
-    names = {n for spec in DEFAULT_CATEGORIES.values() for n in spec.env}
-    names |= {n for keys in MODEL_API_KEYS.values() for n in keys} | {ENV_CONFIG}
-    for name in names:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PRIVATE_APP_ACCESS_TOKEN", CRM_TOKEN)
-    monkeypatch.setenv("GOOGLE_OAUTH_CREDENTIALS", GOOGLE_CREDENTIALS)
+    only_credentials(monkeypatch, CRM_TOKEN, GOOGLE_CREDENTIALS)
 
 
 @pytest.fixture
@@ -67,26 +60,7 @@ def starts(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def catalog(starts: Path) -> McpCatalog:
-    return McpCatalog(
-        {
-            "crm": CategorySpec(
-                "HubSpot",
-                stdio("crm_server.py", "--starts", str(starts)),
-                env=("PRIVATE_APP_ACCESS_TOKEN",),
-            ),
-            "calendar": CategorySpec(
-                "Google Calendar",
-                stdio("calendar_server.py", "--starts", str(starts)),
-                env=("GOOGLE_OAUTH_CREDENTIALS",),
-            ),
-            "websearch": CategorySpec("Tavily", stdio("hanging_server.py")),
-        }
-    )
-
-
-def make_agent(repo: SqlAgentRepository, tools: list[str], name: str = "lead_qualifier") -> Agent:
-    repo.create(make_config(name, tools=tools))
-    return repo.get(name)
+    return server_catalog(starts)
 
 
 def lookup_model(_model: str = "") -> ScriptedChatModel:
@@ -97,10 +71,6 @@ def lookup_model(_model: str = "") -> ScriptedChatModel:
             lambda messages: AIMessage(messages[-1].text),
         ]
     )
-
-
-def started_pids(starts: Path) -> list[int]:
-    return [int(line) for line in starts.read_text().split()] if starts.exists() else []
 
 
 def running(pid: int) -> bool:
@@ -123,8 +93,9 @@ def server_children() -> list[psutil.Process]:
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
+            # A server's script is an argument of its own (a forkserver's sys.path is not).
             if child.status() != psutil.STATUS_ZOMBIE and any(
-                str(SERVERS) in part for part in child.cmdline()
+                Path(part).parent == SERVERS for part in child.cmdline()
             ):
                 found.append(child)
         except psutil.NoSuchProcess:
@@ -343,7 +314,7 @@ async def test_a_hanging_server_is_cut_off_by_the_runs_timeout(
         deadline = time.monotonic() + 5
         while server_children() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        assert server_children() == [], [(c.cmdline(), c.create_time(), began, time.time()) for c in server_children()]  # stopped at the timeout, not kept warm
+        assert server_children() == []  # stopped at the timeout, not kept warm
     assert report.text.startswith(
         "ERROR: Cannot execute agent 'lead_qualifier' - MCP server connection timed out after "
         "1.0 seconds.\n\nTask: Research\n\nUnresponsive servers:\n"
