@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import sqlite3
 import time
 from pathlib import Path
@@ -58,6 +59,12 @@ SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
 #: each statement its own. A read-only REPEATABLE READ transaction never blocks writers and never
 #: fails on their account. Single-statement reads do without it (one round trip fewer).
 POSTGRES_BEGIN_SNAPSHOT: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+#: The same as one statement, for a connection in autocommit (no BEGIN of the driver's own).
+POSTGRES_BEGIN_SNAPSHOT_STATEMENT: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+#: A pooled PostgreSQL connection idle for longer than this (seconds) is pinged, one round trip,
+#: before it is used again; one used more recently is checked without a round trip
+#: (``_postgresql_checkout``).
+POSTGRES_PING_IDLE: Final = 30.0
 #: The table where acti_store records its Alembic revision (Alembic's ``version_table``): not
 #: ``alembic_version``, which an application's own Alembic uses in the same database.
 VERSION_TABLE: Final = "acti_store_alembic_version"
@@ -228,6 +235,34 @@ def _postgresql_connect(dbapi_connection: Any, statements: list[str]) -> None:
     dbapi_connection.commit()
 
 
+_RETURNED: Final = "acti_returned_at"
+
+
+def _postgresql_checkin(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+    record.info[_RETURNED] = time.monotonic()
+
+
+def _postgresql_checkout(
+    engine: Engine, dbapi_connection: Any, record: ConnectionPoolEntry
+) -> None:
+    """SQLAlchemy's pessimistic disconnect check (``pool_pre_ping``) without its round trip on
+    every use: a connection is pinged only when it was idle for ``POSTGRES_PING_IDLE`` seconds,
+    or when the server sent something while it was idle (a terminated backend, a server shutting
+    down: the socket is readable then). A dead one is replaced by a new connection."""
+    idle = time.monotonic() - record.info.get(_RETURNED, 0.0)
+    if not dbapi_connection.closed and idle < POSTGRES_PING_IDLE:
+        try:
+            readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            readable = [True]
+        if not readable:
+            return
+    try:
+        engine.dialect.do_ping(dbapi_connection)
+    except Exception as exc:
+        raise sa_exc.DisconnectionError(str(exc)) from exc
+
+
 def _enable_wal(cursor: Any, lock_timeout: float) -> None:
     """Switch to WAL (kept in the file once set). Switching needs the database to itself and does
     not wait on the busy timeout: two processes opening a new store at once retry here."""
@@ -320,11 +355,14 @@ def make_engine(
     def postgresql_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
         _postgresql_connect(dbapi_connection, session)
 
-    kwargs.setdefault("pool_pre_ping", True)
     if _async:  # what create_async_engine does: its sync engine, on the async driver's pool
         resolved = resolved.set(drivername=f"{resolved.get_backend_name()}+psycopg_async")
         kwargs["_is_async"] = True
+        kwargs.setdefault("pool_pre_ping", True)
     engine = _create_engine(resolved, kwargs)
+    if not _async and not kwargs.get("pool_pre_ping"):
+        event.listen(engine, "checkin", _postgresql_checkin)
+        event.listen(engine, "checkout", lambda c, r, _: _postgresql_checkout(engine, c, r))
     # First of the connect listeners, so the dialect reads the store's schema as the default
     # schema (``current_schema()``) when it first connects: reflection looks there.
     event.listen(engine, "connect", postgresql_connect, insert=True)

@@ -159,44 +159,61 @@ def _compile(prepared: Prepared, dialect: Dialect) -> Compiled:
 
 
 class Cursor:
-    """A DBAPI cursor that runs ``Prepared`` statements for one dialect."""
+    """A DBAPI cursor that runs ``Prepared`` statements for one dialect.
 
-    __slots__ = ("_cursor", "dialect")
+    With a ``pipeline`` (psycopg's pipeline mode, PostgreSQL writes) a statement is sent without
+    waiting for its answer: ``send`` (no answer needed) queues it, and the next statement whose
+    answer is needed (``execute``'s row count, ``first``, ``all``) or the commit fetches every
+    answer at once. A transaction then costs a round trip per answer it needs, not per statement.
+    """
 
-    def __init__(self, cursor: Any, dialect: Dialect) -> None:
+    __slots__ = ("_cursor", "_pipeline", "dialect")
+
+    def __init__(self, cursor: Any, dialect: Dialect, pipeline: Any = None) -> None:
         self._cursor = cursor
         self.dialect = dialect
+        self._pipeline = pipeline
 
     def execute(self, prepared: Prepared, values: Mapping[str, Any] | None = None) -> int:
         """Run a statement; returns the number of rows it changed."""
+        self.send(prepared, values)
+        if self._pipeline is not None:
+            self._pipeline.sync()
+        return int(self._cursor.rowcount)
+
+    def send(self, prepared: Prepared, values: Mapping[str, Any] | None = None) -> None:
+        """Run a statement whose answer is not needed (an error still ends the transaction)."""
         compiled = prepared.compiled(self.dialect)
         self._cursor.execute(compiled.sql, compiled.params(values or {}))
-        return int(self._cursor.rowcount)
 
     def executemany(self, prepared: Prepared, rows: Iterable[Mapping[str, Any]]) -> None:
         compiled = prepared.compiled(self.dialect)
         self._cursor.executemany(compiled.sql, [compiled.params(r) for r in rows])
 
-    def _query(self, prepared: Prepared, values: Mapping[str, Any] | None) -> Compiled:
-        compiled = prepared.compiled(self.dialect)
-        self._cursor.execute(compiled.sql, compiled.params(values or {}))
+    def _rows(self, compiled: Compiled) -> list[Sequence[Any]]:
+        """The rows of the statement just run, result processors applied (the fetch comes
+        first: in pipeline mode it is what brings the answer, its description included)."""
+        raw_rows = self._cursor.fetchall()
         if compiled.results is None:
             compiled.prepare_results(self._cursor.description)
-        return compiled
+        return [compiled.row(raw) for raw in raw_rows]
+
+    def _query(self, prepared: Prepared, values: Mapping[str, Any] | None) -> list[Sequence[Any]]:
+        compiled = prepared.compiled(self.dialect)
+        self._cursor.execute(compiled.sql, compiled.params(values or {}))
+        return self._rows(compiled)
 
     def all(
         self, prepared: Prepared, values: Mapping[str, Any] | None = None
     ) -> list[Sequence[Any]]:
-        compiled = self._query(prepared, values)
-        return [compiled.row(raw) for raw in self._cursor.fetchall()]
+        return self._query(prepared, values)
 
     def first(
         self, prepared: Prepared, values: Mapping[str, Any] | None = None
     ) -> Sequence[Any] | None:
         """The first row (the statement is run to its end, so it holds no snapshot after)."""
-        compiled = self._query(prepared, values)
-        rows = self._cursor.fetchall()
-        return compiled.row(rows[0]) if rows else None
+        rows = self._query(prepared, values)
+        return rows[0] if rows else None
 
     def insert_rows(
         self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]
@@ -215,9 +232,7 @@ class Cursor:
             found = (self.first(prepared, row) for row in rows)
             return [row for row in found if row is not None]
         self._cursor.execute(sql, [value for row in rows for value in compiled.params(row)])
-        if compiled.results is None:
-            compiled.prepare_results(self._cursor.description)
-        return [compiled.row(raw) for raw in self._cursor.fetchall()]
+        return self._rows(compiled)
 
     def raw(self, sql: str) -> None:
         """Run a fixed SQL text (BEGIN, a PRAGMA)."""
@@ -316,11 +331,14 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 Connections = PooledConnections | KeptConnections
 
 
-def roll_back(connections: Connections, connection: Any) -> None:
+def roll_back(connections: Connections, connection: Any, *, autocommit: bool = False) -> None:
     """Roll back after a failure (or a read) and give the connection back; one that cannot even
-    do that is closed, not reused."""
+    do that is closed, not reused. ``autocommit``: the driver connection was put in autocommit
+    for this use; it leaves it first."""
     try:
         connection.rollback()
+        if autocommit:
+            connection.dbapi_connection.autocommit = False
     except Exception:
         connections.discard(connection)
     else:

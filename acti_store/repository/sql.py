@@ -13,15 +13,15 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from ..dberrors import translate_errors, translated
 from ..engine import (
     LOCK_TIMEOUT_DEFAULT,
     POSTGRES_BEGIN_SNAPSHOT,
+    POSTGRES_BEGIN_SNAPSHOT_STATEMENT,
     SQLITE_BEGIN_READ,
     SQLITE_BEGIN_WRITE,
-    lock_wait_sql,
     make_async_engine,
     store_location,
     store_schema,
@@ -50,7 +50,7 @@ from ..models import (
     trusted,
     utc_now,
 )
-from ..sqlexec import Cursor, connections_for, roll_back
+from ..sqlexec import Cursor, connections_for
 from ..versioning import clone_message
 from .asynchronous import DIRECT, Dispatch, GreenletDispatch, StoreThreads, Waits
 from .bulk import put_all
@@ -99,6 +99,7 @@ from .statements import (
     record_values,
     stats_from_rows,
 )
+from .transaction import run_transaction
 from .updating import apply_update, clone_config
 from .version_statements import bump_stats
 from .versions import (
@@ -183,47 +184,29 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         self._connections.close()
 
     def _run(
-        self, work: Callable[[Cursor], T], *, begin: str | None, lock_wait: float | None = None
+        self,
+        work: Callable[[Cursor], T],
+        *,
+        begin: str | None,
+        lock_wait: float | None = None,
+        autocommit: bool = False,
     ) -> T:
-        """Run ``work`` on a pooled DBAPI connection, committed if it returns, else rolled back.
-
-        ``begin`` is the first statement of the transaction: ``_begin_write`` for writes (SQLite:
-        ``BEGIN IMMEDIATE``), ``_begin_snapshot`` for a read of several statements that must see
-        one snapshot (SQLite: ``BEGIN``; PostgreSQL: REPEATABLE READ), None for a
-        single-statement read (the engine's policy, ``acti_store.engine``). PostgreSQL's driver
-        begins the transaction itself.
-        ``lock_wait`` (seconds) bounds this transaction's lock waits instead of ``lock_timeout``.
-        """
-        connections = self._connections
-        connection = connections.take()
-        raw_cursor = connection.cursor()
-        # SQLite's busy timeout belongs to the connection: put back before it is reused.
-        restore = lock_wait is not None and self._sqlite
-        try:
-            cursor = Cursor(raw_cursor, self._dialect)
-            if lock_wait is not None:
-                cursor.raw(lock_wait_sql(self._sqlite, lock_wait))
-            if begin is not None:
-                cursor.raw(begin)
-            result = work(cursor)
-            if restore:
-                cursor.raw(lock_wait_sql(True, self._lock_timeout))
-            if begin is not None or not self._sqlite:  # else SQLite had no transaction open
-                connection.commit()
-        except BaseException:
-            raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
-            if restore:  # its busy timeout may still be the shorter one: not reused
-                connections.discard(connection)
-            else:
-                roll_back(connections, connection)
-            raise
-        raw_cursor.close()
-        connections.give(connection)
-        return result
+        return run_transaction(
+            self._connections,
+            self._dialect,
+            work,
+            begin=begin,
+            lock_wait=lock_wait,
+            lock_timeout=self._lock_timeout,
+            autocommit=autocommit,
+        )
 
     def _read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
         try:
-            return self._run(work, begin=self._begin_snapshot if snapshot else None)
+            if self._sqlite:
+                return self._run(work, begin=self._begin_snapshot if snapshot else None)
+            begin = POSTGRES_BEGIN_SNAPSHOT_STATEMENT if snapshot else None
+            return self._run(work, begin=begin, autocommit=True)
         except Exception as exc:  # not translate_errors: a context manager costs on every read
             error = translated(exc, self._dbapi)
             if error is None:
@@ -333,12 +316,12 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         def work(cursor: Cursor) -> Agent:
             row = self._locate(cursor, name, for_update=True)
             if delete_history:
-                cursor.execute(DELETE_HISTORY, {"agent_id": row[ID]})
+                cursor.send(DELETE_HISTORY, {"agent_id": row[ID]})
             else:
-                cursor.execute(ARCHIVE_HISTORY, {"archived_id": row[ID]})
+                cursor.send(ARCHIVE_HISTORY, {"archived_id": row[ID]})
             forget_versions(cursor, row[ID], name, archive=not delete_history)
-            cursor.execute(DELETE_TAGS, {"agent_id": row[ID]})
-            cursor.execute(DELETE_AGENT, {"agent_id": row[ID]})
+            cursor.send(DELETE_TAGS, {"agent_id": row[ID]})
+            cursor.send(DELETE_AGENT, {"agent_id": row[ID]})
             return agent_from_row(row)
 
         agent = self._write(work)
@@ -371,22 +354,34 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
 
     # -- search ------------------------------------------------------------------------------------
 
+    def _query_connection(self, *, statements: int = 1) -> Connection:
+        """A Core connection for a read. SQLite: one read transaction (the text probe and the
+        query see one snapshot). PostgreSQL: one statement runs in autocommit (no BEGIN and
+        ROLLBACK round trips); several run in a transaction the caller ends with COMMIT, since
+        psycopg answers a ROLLBACK by dropping its prepared statements (one more round trip, and
+        every hot statement prepared again)."""
+        if self._sqlite or statements > 1:
+            return self._engine.connect()
+        return self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+
     def search(self, query: SearchQuery) -> list[Agent]:
         """Filters combine with AND; results come in the sort's order, at most ``limit``
         (the query and its plan: ``search``)."""
-        # One connection, one read transaction: the text probe and the query see one snapshot.
-        with translate_errors(self._dbapi), self._engine.connect() as conn:
+        with translate_errors(self._dbapi), self._query_connection() as conn:
             stmt = search_statement(conn, query, sqlite=self._sqlite)
             return [agent_from_row(row) for row in conn.execute(stmt)]
 
     def count(self, query: SearchQuery) -> int:
-        with translate_errors(self._dbapi), self._engine.connect() as conn:
+        with translate_errors(self._dbapi), self._query_connection() as conn:
             return int(conn.execute(count_statement(conn, query, sqlite=self._sqlite)).scalar_one())
 
     def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
         after = None if cursor is None else decode_cursor(cursor, query)
-        with translate_errors(self._dbapi), self._engine.connect() as conn:
-            return search_page(conn, query, after, sqlite=self._sqlite)
+        with translate_errors(self._dbapi), self._query_connection(statements=2) as conn:
+            page = search_page(conn, query, after, sqlite=self._sqlite)
+            if not self._sqlite:
+                conn.commit()
+            return page
 
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)
@@ -421,9 +416,9 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
                 raise AgentNotFoundError(name)
             agent_id, current = bumped
             ran = version_that_ran(name, current, version)
-            cursor.execute(INSERT_EXECUTION, record_values(agent_id, name, record, ran))
+            cursor.send(INSERT_EXECUTION, record_values(agent_id, name, record, ran))
             bump_stats(cursor, agent_id, ran, record)
-            cursor.execute(TRIM, {"agent_id": agent_id})
+            cursor.send(TRIM, {"agent_id": agent_id})
 
         self._write(work)
         self._notify(name)

@@ -73,7 +73,7 @@ def apply_update(
     if changed != 1:
         raise AssertionError(f"update of locked agent {name!r} changed {changed} rows")
     if "tags" in fields:
-        cursor.execute(DELETE_TAGS, {"agent_id": row[ID]})
+        cursor.send(DELETE_TAGS, {"agent_id": row[ID]})
         if merged.tags:
             cursor.executemany(INSERT_TAG, [{"agent_id": row[ID], "tag": t} for t in merged.tags])
     return UpdateResult(current, trusted(Agent, **dict(merged), metadata=meta))

@@ -23,6 +23,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 
 from ..models import AgentConfig, ExecutionRecord, ExecutionStats, trusted
 from ..schema import (
@@ -256,6 +257,31 @@ INSERT_STATS: Final = Prepared(
         "last_executed_at",
     ),
 )
+_counted = postgresql_insert(stats_table).values(
+    agent_id=bindparam("agent_id"),
+    version=bindparam("version"),
+    runs=1,
+    successes=bindparam("succeeded", type_=Integer()),
+    errors=bindparam("failed", type_=Integer()),
+    duration_total=bindparam("duration"),
+    last_executed_at=_run_time,
+)
+#: ``BUMP_STATS`` and, for a version's first run, ``INSERT_STATS`` as one statement (PostgreSQL:
+#: sent without waiting for its answer in a pipelined write).
+UPSERT_STATS: Final = Prepared(
+    _counted.on_conflict_do_update(
+        index_elements=[stats_table.c.agent_id, stats_table.c.version],
+        set_={
+            "runs": stats_table.c.runs + 1,
+            "successes": stats_table.c.successes + _counted.excluded.successes,
+            "errors": stats_table.c.errors + _counted.excluded.errors,
+            "duration_total": stats_table.c.duration_total + _counted.excluded.duration_total,
+            "last_executed_at": func.greatest(
+                stats_table.c.last_executed_at, _counted.excluded.last_executed_at
+            ),
+        },
+    )
+)
 STATS_BY_VERSION: Final = Prepared(
     select(
         stats_table.c.version,
@@ -348,7 +374,9 @@ def bump_stats(cursor: Cursor, agent_id: int, version: int, record: ExecutionRec
         "duration": duration,
         "timestamp": timestamp,
     }
-    if cursor.execute(BUMP_STATS, values) == 0:
+    if cursor.dialect.name == "postgresql":
+        cursor.send(UPSERT_STATS, values)
+    elif cursor.execute(BUMP_STATS, values) == 0:
         cursor.execute(
             INSERT_STATS,
             {

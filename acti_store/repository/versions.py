@@ -107,9 +107,9 @@ def record_snapshot(
     """Store the snapshot of ``agent`` as just written (its row's configuration at its version,
     made at its ``updated_at``); with ``keep_versions``, prune the older ones."""
     version = agent.metadata.version
-    cursor.execute(SNAPSHOT_ROW, {"agent_id": agent_id, "message": message})
+    cursor.send(SNAPSHOT_ROW, {"agent_id": agent_id, "message": message})
     if keep_versions is not None:
-        cursor.execute(PRUNE, {"agent_id": agent_id, "current": version, "keep": keep_versions})
+        cursor.send(PRUNE, {"agent_id": agent_id, "current": version, "keep": keep_versions})
 
 
 def imported_rows(agent: Agent, log: VersionLog | None) -> list[tuple[Prepared, dict[str, Any]]]:
@@ -153,14 +153,14 @@ def forget_versions(cursor: Cursor, agent_id: int, name: str, *, archive: bool) 
     per-version counters go with it."""
     keys = {"agent_id": agent_id}
     if archive:
-        cursor.execute(ARCHIVE_VERSIONS, keys | {"name": name})
+        cursor.send(ARCHIVE_VERSIONS, keys | {"name": name})
         # An UPDATE cannot name its SET column's value ``agent_id`` too.
-        cursor.execute(ARCHIVE_MOVES, {"archived_id": agent_id})
+        cursor.send(ARCHIVE_MOVES, {"archived_id": agent_id})
     else:
-        cursor.execute(DELETE_MOVES, keys)
-    cursor.execute(DELETE_VERSIONS, keys)
-    cursor.execute(DELETE_LABELS, keys)
-    cursor.execute(DELETE_STATS, keys)
+        cursor.send(DELETE_MOVES, keys)
+    cursor.send(DELETE_VERSIONS, keys)
+    cursor.send(DELETE_LABELS, keys)
+    cursor.send(DELETE_STATS, keys)
 
 
 def _labels_by_version(cursor: Cursor, agent_id: int) -> dict[int, list[str]]:

@@ -1,0 +1,92 @@
+"""One transaction of the repository's fast path on a DBAPI connection (``sqlexec``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from functools import cache
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Dialect
+
+from ..engine import lock_wait_sql
+from ..sqlexec import Connections, Cursor, roll_back
+
+T = TypeVar("T")
+
+
+@cache
+def psycopg_connection() -> type[Any]:
+    """psycopg's (synchronous) connection class; a class nothing is an instance of when the
+    driver is not installed."""
+    try:
+        from psycopg import Connection
+    except ImportError:
+        return type("NoPsycopg", (), {})
+    return Connection
+
+
+def run_transaction(
+    connections: Connections,
+    dialect: Dialect,
+    work: Callable[[Cursor], T],
+    *,
+    begin: str | None,
+    lock_wait: float | None,
+    lock_timeout: float,
+    autocommit: bool,
+) -> T:
+    """Run ``work`` on a connection of ``connections``, committed if it returns, else rolled
+    back; the connection is given back either way (or discarded, if it cannot be reused).
+
+    ``begin`` is the first statement of the transaction: the write one for writes (SQLite:
+    ``BEGIN IMMEDIATE``), the snapshot one for a read of several statements that must see one
+    snapshot (SQLite: ``BEGIN``; PostgreSQL: REPEATABLE READ), None for a single-statement read
+    (the engine's policy, ``acti_store.engine``) and for PostgreSQL's writes.
+    ``lock_wait`` (seconds) bounds this transaction's lock waits instead of ``lock_timeout``.
+    ``autocommit`` (PostgreSQL reads): the driver sends no BEGIN of its own, so a read of one
+    statement is one round trip, and a snapshot's ``begin`` is one ``BEGIN ...`` statement.
+
+    A PostgreSQL write on psycopg (not its async driver) runs in pipeline mode, its BEGIN and
+    COMMIT sent as statements: the transaction waits only for the answers ``work`` reads
+    (``Cursor``), then once for the rest and the COMMIT.
+    """
+    sqlite = dialect.name == "sqlite"
+    connection = connections.take()
+    # SQLite's kept connections are the driver's own; a pool's are proxies of them.
+    driver = connection if sqlite else connection.dbapi_connection
+    pipelined = not (sqlite or autocommit) and isinstance(driver, psycopg_connection())
+    own_transaction = autocommit or pipelined
+    if own_transaction:
+        driver.autocommit = True
+    raw_cursor = connection.cursor()
+    # SQLite's busy timeout belongs to the connection: put back before it is reused.
+    restore = lock_wait is not None and sqlite
+    try:
+        with driver.pipeline() if pipelined else nullcontext() as pipeline:
+            cursor = Cursor(raw_cursor, dialect, pipeline)
+            if pipelined:
+                cursor.raw("BEGIN")
+            if lock_wait is not None:  # SQLite: before its BEGIN; PostgreSQL: SET LOCAL
+                cursor.raw(lock_wait_sql(sqlite, lock_wait))
+            if begin is not None:
+                cursor.raw(begin)
+            result = work(cursor)
+            if restore:
+                cursor.raw(lock_wait_sql(True, lock_timeout))
+            if pipelined:
+                cursor.raw("COMMIT")  # answered with the rest when the pipeline ends
+            elif begin is not None or not sqlite:  # else SQLite had no transaction open
+                connection.commit()
+        if own_transaction:
+            driver.autocommit = False
+    except BaseException:
+        raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
+        if restore:  # its busy timeout may still be the shorter one: not reused
+            connections.discard(connection)
+        else:
+            roll_back(connections, connection, autocommit=own_transaction)
+        raise
+    raw_cursor.close()
+    connections.give(connection)
+    return result

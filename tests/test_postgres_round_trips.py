@@ -1,0 +1,195 @@
+"""PostgreSQL: what each operation costs the server, and pooled connections that died.
+
+Reads of one statement run in autocommit (no BEGIN, COMMIT or ROLLBACK; a ROLLBACK would also
+make psycopg drop every prepared statement), pooled connections are not pinged before each use,
+and writes send the statements whose answer they do not need without waiting. A connection the
+server ended while it sat in the pool is replaced before the next call uses it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
+from psycopg import pq
+from sqlalchemy import create_engine, event, text
+
+from acti_store import (
+    AgentExistsError,
+    AgentUpdate,
+    ExecutionRecord,
+    SearchQuery,
+    SqlAgentRepository,
+    open_repository,
+)
+
+pytestmark = [
+    pytest.mark.postgresql,
+    pytest.mark.skipif(not POSTGRES_URL, reason=SKIP_POSTGRES),
+]
+
+
+def run(success: bool = True) -> ExecutionRecord:
+    return ExecutionRecord(
+        timestamp=datetime.now(UTC),
+        task="Qualify John",
+        result_summary="HIGH priority",
+        success=success,
+        duration_seconds=1.5,
+        tool_calls_count=2,
+    )
+
+
+class Wire:
+    """What the store's connections send and wait for, from libpq's trace of the protocol.
+
+    libpq buffers its trace: each call is traced from a fresh handle, flushed when the trace is
+    turned off after the call."""
+
+    def __init__(self, repo: SqlAgentRepository) -> None:
+        self._trace = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self._connections: list[Any] = []
+        self._on = False
+        event.listen(repo.engine, "connect", self._connected)
+        repo.engine.dispose()  # connections made from now on are watched
+
+    def _connected(self, dbapi_connection: Any, _record: object) -> None:
+        self._connections.append(dbapi_connection)
+        if self._on:
+            self._start(dbapi_connection)
+
+    def _start(self, connection: Any) -> None:
+        connection.pgconn.trace(os.dup(self._trace.fileno()))
+        connection.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+
+    def during(self, call: Callable[[], object]) -> tuple[int, list[str]]:
+        """The round trips ``call`` made (times the client sent, then waited for the server),
+        and the first word of each statement it sent."""
+        self._trace.seek(0)
+        self._trace.truncate()
+        live = [c for c in self._connections if not c.closed]
+        self._on = True
+        for connection in live:
+            self._start(connection)
+        try:
+            call()
+        finally:
+            self._on = False
+            for connection in self._connections:
+                if not connection.closed:
+                    connection.pgconn.untrace()
+        self._trace.seek(0)
+        lines = [line.split("\t") for line in self._trace.read().splitlines()]
+        directions = [line[0] for line in lines if len(line) > 2]
+        trips = sum(1 for pair in itertools.pairwise(directions) if pair == ("F", "B"))
+        sent = [
+            (line[3].split('"')[1] if line[2] == "Query" else line[3].split('"')[3]).split()[0]
+            for line in lines
+            if len(line) > 3 and line[0] == "F" and line[2] in ("Query", "Parse")
+        ]
+        return trips, [word.upper() for word in sent]
+
+
+@pytest.fixture
+def pg_repo(postgres_schema: str) -> Iterator[SqlAgentRepository]:
+    repository = open_repository(postgres_schema)
+    try:
+        yield repository
+    finally:
+        repository.close()
+
+
+@pytest.fixture
+def wire(pg_repo: SqlAgentRepository) -> Iterator[Wire]:
+    traced = Wire(pg_repo)
+    yield traced
+    pg_repo.engine.dispose()
+
+
+def test_a_read_is_one_round_trip(pg_repo: SqlAgentRepository, wire: Wire) -> None:
+    pg_repo.create(make_config("lead_qualifier"))
+    pg_repo.record_execution("lead_qualifier", run())
+    pg_repo.get("lead_qualifier")  # a new connection's set-up is not the read's
+
+    for call in (
+        lambda: pg_repo.get("lead_qualifier"),
+        lambda: pg_repo.exists("lead_qualifier"),
+        lambda: pg_repo.get_history("lead_qualifier", limit=10),
+        lambda: pg_repo.search(SearchQuery(query="leads", limit=10)),
+        lambda: pg_repo.count_by_stratum(),
+    ):
+        assert wire.during(call) == (1, ["SELECT"])
+
+    # A read that must see one snapshot: its own BEGIN, the reads, COMMIT (never a ROLLBACK,
+    # which would make psycopg drop its prepared statements).
+    trips, sent = wire.during(lambda: pg_repo.execution_stats("lead_qualifier"))
+    assert sent[0].startswith("BEGIN") and sent[-1] == "COMMIT" and "ROLLBACK" not in sent
+    assert trips == len(sent)
+
+
+def test_a_write_waits_only_for_the_answers_it_needs(
+    pg_repo: SqlAgentRepository, wire: Wire
+) -> None:
+    pg_repo.create(make_config("lead_qualifier"))
+    pg_repo.get("lead_qualifier")
+
+    # BEGIN with the counters' UPDATE (its RETURNING is needed), then the record, the
+    # version's counters, the FIFO trim and COMMIT in one go.
+    trips, sent = wire.during(lambda: pg_repo.record_execution("lead_qualifier", run()))
+    assert trips == 2
+    assert sent == ["BEGIN", "UPDATE", "INSERT", "INSERT", "DELETE", "COMMIT"]
+    trips, sent = wire.during(lambda: pg_repo.create(make_config("other_agent")))
+    assert trips <= 3 and sent[0] == "BEGIN" and sent[-1] == "COMMIT"
+
+
+def test_pipelined_writes_keep_their_transaction_and_their_results(
+    pg_repo: SqlAgentRepository,
+) -> None:
+    pg_repo.create(make_config("lead_qualifier"))
+    for i in range(60):
+        pg_repo.record_execution("lead_qualifier", run(success=i % 3 != 0))
+    pg_repo.update("lead_qualifier", AgentUpdate(description="Qualifies leads by BANT, v2"))
+    pg_repo.record_execution("lead_qualifier", run())
+
+    stats = pg_repo.execution_stats("lead_qualifier")
+    assert (stats.total_executions, stats.success_count, stats.error_count) == (61, 41, 20)
+    assert stats.retained == 50  # the FIFO, trimmed within each run's transaction
+    by_version = pg_repo.version_stats("lead_qualifier")
+    assert {v: (s.total_executions, s.error_count) for v, s in by_version.items()} == {
+        1: (60, 20),
+        2: (1, 0),
+    }
+    with pytest.raises(AgentExistsError):  # an error of a statement sent without waiting
+        pg_repo.create(make_config("lead_qualifier"))
+    assert pg_repo.get("lead_qualifier").metadata.version == 2
+
+
+def test_a_connection_the_server_ended_is_replaced_before_it_is_used(
+    pg_repo: SqlAgentRepository,
+) -> None:
+    pg_repo.create(make_config("lead_qualifier"))
+    with pg_repo.engine.connect() as conn:  # the pool's one connection, idle again after
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+    admin = create_engine(str(POSTGRES_URL), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        assert conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar()
+        gone = text("SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = :pid")
+        deadline = time.monotonic() + 10
+        while not conn.execute(gone, {"pid": pid}).scalar() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    admin.dispose()
+
+    # Used a moment ago, so not pinged: what the server sent when it ended the connection
+    # gives it away, and the call runs on a new connection, with no error.
+    assert pg_repo.get("lead_qualifier").name == "lead_qualifier"
+    with pg_repo.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() != pid
+    pg_repo.record_execution("lead_qualifier", run())
+    assert pg_repo.get_history("lead_qualifier").total_executions == 1
