@@ -16,6 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, column, func, select, text
 from sqlalchemy import table as sa_table
+from sqlalchemy.exc import DBAPIError
 
 from .dberrors import unreachable
 from .engine import LEGACY_VERSION_TABLE, VERSION_TABLE, alembic_config, store_schema
@@ -23,6 +24,9 @@ from .errors import InvalidInputError, SchemaVersionError
 
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
+#: How many times the store's revision is read when a version table vanished meanwhile.
+_VERSION_READS: Final = 3
+_UNDEFINED_TABLE: Final = "42P01"
 
 
 def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[str]]:
@@ -148,16 +152,26 @@ def current_revisions(engine: Engine) -> tuple[set[str], set[str], bool]:
 
 
 def _current_heads(engine: Engine, script: ScriptDirectory) -> tuple[set[str], bool]:
-    """The store's revisions, and whether they are still in ``alembic_version`` (not moved)."""
-    try:
-        with engine.connect() as conn:
-            current = _heads_in(conn, VERSION_TABLE)
-            if current:
-                return current, False
-            legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
-            return legacy, bool(legacy)
-    except Exception as exc:  # the database cannot be reached at all
-        raise unreachable(exc) from exc
+    """The store's revisions, and whether they are still in ``alembic_version`` (not moved).
+
+    Read without the migration lock: a version table can be dropped between Alembic's look for
+    it and its read (another opener moving our revision out of ``alembic_version``). That
+    opener has committed once the read fails, so the read is made again."""
+    for attempt in range(_VERSION_READS):
+        try:
+            with engine.connect() as conn:
+                current = _heads_in(conn, VERSION_TABLE)
+                if current:
+                    return current, False
+                legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
+                return legacy, bool(legacy)
+        except DBAPIError as exc:
+            vanished = getattr(exc.orig, "sqlstate", None) == _UNDEFINED_TABLE
+            if not vanished or attempt == _VERSION_READS - 1:
+                raise unreachable(exc) from exc
+        except Exception as exc:  # the database cannot be reached at all
+            raise unreachable(exc) from exc
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _heads_in(conn: Connection, version_table: str) -> set[str]:
