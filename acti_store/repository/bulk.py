@@ -3,8 +3,11 @@ write transaction, staged so that rows go in by the batch and memory stays bound
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any, Final
+
+from sqlalchemy import Engine, text
 
 from ..errors import AgentExistsError, AgentNotFoundError
 from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
@@ -24,6 +27,13 @@ from .statements import (
     record_values,
 )
 from .versions import forget_versions, imported_rows
+
+logger = logging.getLogger(__name__)
+
+#: An import that writes at least this share of the agents already stored has PostgreSQL
+#: gather the tables' statistics at once (autovacuum's default scale factor, without its wait):
+#: a search planned on the statistics of a much smaller store walks the wrong index.
+ANALYZE_SHARE: Final = 0.1
 
 #: A row to insert once its agent's id is known: the statement and its parameters.
 _Row = tuple[Prepared, dict[str, Any]]
@@ -141,3 +151,20 @@ class _BulkStaging:
         if self.records:
             self._cursor.executemany(INSERT_EXECUTION, self.records)
             self.records = []
+
+
+def refresh_statistics(engine: Engine, written: int) -> None:
+    """After a PostgreSQL import of ``written`` agents: ANALYZE the agents and their tags when
+    that is ``ANALYZE_SHARE`` of the store or more (or the tables were never analyzed). The
+    import is committed already: a failure here is logged, not raised."""
+    if not written:
+        return
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            rows = conn.execute(
+                text("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = 'agents'::regclass")
+            ).scalar()
+            if rows is None or rows < 0 or written >= ANALYZE_SHARE * rows:
+                conn.execute(text("ANALYZE agents, agent_tags"))
+    except Exception:
+        logger.warning("could not gather the statistics of the imported agents", exc_info=True)

@@ -15,11 +15,13 @@ FTS5 trigram index ``agents_fts`` (revision 0003), fed through the log ``agents_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Final
 
 from sqlalchemy import (
     Connection,
+    Engine,
     and_,
     column,
     exists,
@@ -71,6 +73,29 @@ _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
     "name": (agents.c.name.asc(),),
     **{sort: (col.desc(), agents.c.name.asc()) for sort, col in _SORT_COLUMNS.items()},
 }
+
+
+@contextmanager
+def query_connection(engine: Engine, *, statements: int = 1) -> Iterator[Connection]:
+    """A Core connection for a search. SQLite: one read transaction (the text probe and the
+    query see one snapshot). PostgreSQL: with ``statements == 1`` it runs in autocommit (no
+    BEGIN and ROLLBACK round trips); several statements run in a transaction the caller ends
+    with COMMIT, since psycopg answers a ROLLBACK by dropping its prepared statements.
+    Searches are never prepared there: a prepared statement soon runs a generic plan, one made
+    without its values, and a substring's pattern is what decides a search's plan."""
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as conn:
+            yield conn
+        return
+    options = {"isolation_level": "AUTOCOMMIT"} if statements == 1 else {}
+    with engine.connect().execution_options(**options) as conn:
+        driver: Any = conn.connection.driver_connection
+        threshold = driver.prepare_threshold
+        driver.prepare_threshold = None
+        try:
+            yield conn
+        finally:
+            driver.prepare_threshold = threshold
 
 
 def search_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> Select[Any]:

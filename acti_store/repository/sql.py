@@ -9,6 +9,7 @@ search query in ``search``, pages and the export's snapshot in ``paging``, bulk 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -53,7 +54,7 @@ from ..models import (
 from ..sqlexec import Cursor, connections_for
 from ..versioning import clone_message
 from .asynchronous import DIRECT, Dispatch, GreenletDispatch, StoreThreads, Waits
-from .bulk import put_all
+from .bulk import put_all, refresh_statistics
 from .cursor import decode_cursor
 from .deadline import within_deadline
 from .interface import (
@@ -69,7 +70,7 @@ from .interface import (
     checked_update,
 )
 from .paging import agent_pages, export_stream, search_page
-from .search import count_statement, search_statement
+from .search import count_statement, query_connection, search_statement
 from .statements import (
     ALL,
     ARCHIVE_HISTORY,
@@ -354,15 +355,8 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
 
     # -- search ------------------------------------------------------------------------------------
 
-    def _query_connection(self, *, statements: int = 1) -> Connection:
-        """A Core connection for a read. SQLite: one read transaction (the text probe and the
-        query see one snapshot). PostgreSQL: one statement runs in autocommit (no BEGIN and
-        ROLLBACK round trips); several run in a transaction the caller ends with COMMIT, since
-        psycopg answers a ROLLBACK by dropping its prepared statements (one more round trip, and
-        every hot statement prepared again)."""
-        if self._sqlite or statements > 1:
-            return self._engine.connect()
-        return self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    def _query_connection(self, *, statements: int = 1) -> AbstractContextManager[Connection]:
+        return query_connection(self._engine, statements=statements)
 
     def search(self, query: SearchQuery) -> list[Agent]:
         """Filters combine with AND; results come in the sort's order, at most ``limit``
@@ -481,5 +475,8 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
         result = self._write(lambda cursor: put_all(cursor, items(), on_conflict))
-        self._notify(*(n for n, outcome in result.outcomes.items() if outcome != "skipped"))
+        written = [n for n, outcome in result.outcomes.items() if outcome != "skipped"]
+        if not self._sqlite:
+            refresh_statistics(self._engine, len(written))
+        self._notify(*written)
         return result
