@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,8 @@ from acti_store import (
     ExecutionRecord,
     SearchQuery,
     SqlAgentRepository,
+    export_json,
+    import_json,
     open_repository,
 )
 
@@ -193,3 +196,34 @@ def test_a_connection_the_server_ended_is_replaced_before_it_is_used(
         assert conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() != pid
     pg_repo.record_execution("lead_qualifier", run())
     assert pg_repo.get_history("lead_qualifier").total_executions == 1
+
+
+def test_a_search_is_planned_for_its_values_every_time(
+    pg_repo: SqlAgentRepository, wire: Wire
+) -> None:
+    """psycopg prepares a statement run 5 times on a connection, and PostgreSQL soon runs a
+    prepared statement with a generic plan, which cannot see a substring's pattern."""
+    pg_repo.create(make_config("lead_qualifier"))
+    query = SearchQuery(query="leads", limit=10)
+    for _ in range(8):  # parsed anew each time: never prepared
+        assert wire.during(lambda: pg_repo.search(query)) == (1, ["SELECT"])
+    gets = [wire.during(lambda: pg_repo.get("lead_qualifier")) for _ in range(8)]
+    assert gets[0] == (1, ["SELECT"]) and gets[-1] == (1, [])  # the fast path's are prepared
+
+
+def test_a_large_import_leaves_statistics_for_the_planner(
+    pg_repo: SqlAgentRepository, tmp_path: Path
+) -> None:
+    source = open_repository(f"sqlite:///{tmp_path / 'source.db'}")
+    for i in range(300):
+        source.create(make_config(f"agent_{i:03d}"))
+    export_json(source, tmp_path / "agents")
+    source.close()
+    estimated = text("SELECT reltuples FROM pg_class WHERE oid = 'agents'::regclass")
+    with pg_repo.engine.connect() as conn:
+        assert conn.execute(estimated).scalar() <= 0  # never analyzed
+
+    import_json(pg_repo, tmp_path / "agents")
+
+    with pg_repo.engine.connect() as conn:
+        assert conn.execute(estimated).scalar() == 300
