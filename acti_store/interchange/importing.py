@@ -11,6 +11,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..documents import DocumentError, is_v1_document, loads
 from ..errors import AgentExistsError
@@ -151,9 +152,10 @@ class _Reader:
             self.upgraded.append(parsed.name)
         return ImportItem(parsed.name, agent=parsed, history=history, versions=log)
 
-    def _versions(self, file: str, consumed: set[str], agent: Agent) -> VersionLog | None:
-        """The versions in ``file``, read with their agent's file; None when ``file`` is the
-        agent file of an agent called ``*_versions`` (then it is read in its turn)."""
+    def _companion(self, file: str, consumed: set[str]) -> Any:
+        """The document in ``file`` (an agent's ``_history`` or ``_versions`` file), read with
+        its agent's file and marked consumed; None when ``file`` is the agent file of an agent
+        called ``*_history`` or ``*_versions`` (then it is read in its turn)."""
         try:
             document = loads(self.folder.read(file))
         except DocumentError:
@@ -162,20 +164,15 @@ class _Reader:
         if isinstance(document, dict) and "name" in document:
             return None
         consumed.add(file)
-        return parse_versions(file, document, agent)
+        return document
+
+    def _versions(self, file: str, consumed: set[str], agent: Agent) -> VersionLog | None:
+        document = self._companion(file, consumed)
+        return None if document is None else parse_versions(file, document, agent)
 
     def _history(self, file: str, consumed: set[str]) -> ExecutionHistory | None:
-        """The history in ``file``, read with its agent's file; None when ``file`` is the agent
-        file of an agent called ``*_history`` (then it is read in its turn)."""
-        try:
-            document = loads(self.folder.read(file))
-        except DocumentError:
-            consumed.add(file)
-            raise
-        if isinstance(document, dict) and "name" in document:
-            return None
-        consumed.add(file)
-        return parse_history(file, document)
+        document = self._companion(file, consumed)
+        return None if document is None else parse_history(file, document)
 
 
 def _lone_versions(files: list[str], file: str) -> str:
