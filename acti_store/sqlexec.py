@@ -219,15 +219,26 @@ class Cursor:
         self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]
     ) -> list[Sequence[Any]]:
         """Run a single-row ``INSERT ... RETURNING`` for each of ``rows`` as ONE statement (a
-        multi-row VALUES) where the paramstyle allows, else row by row; returns what RETURNING
-        gave, in no set order. Keep ``rows`` within the driver's parameter limit (SQLite: 999
-        on older builds).
+        multi-row VALUES) where the paramstyle allows, else all at once in a pipeline (psycopg),
+        else row by row; returns what RETURNING gave, in no set order. Keep ``rows`` within the
+        driver's parameter limit (SQLite: 999 on older builds).
 
         On SQLite one statement instead of one per row matters beyond the round trips: the
         full-text index (fed by a trigger) writes out its pending terms after every statement.
         """
         compiled = prepared.compiled(self.dialect)
         sql = compiled.multirow(len(rows)) if rows else None
+        if sql is None and len(rows) > 1 and hasattr(self._cursor, "results"):
+            # psycopg: every row's INSERT sent at once (a pipeline), their RETURNING read after;
+            # what this cursor sent before is answered first, so that its results are not read.
+            if self._pipeline is not None:
+                self._pipeline.sync()
+            params = [compiled.params(row) for row in rows]
+            self._cursor.executemany(compiled.sql, params, returning=True)
+            returned: list[Sequence[Any]] = []
+            for _ in self._cursor.results():
+                returned.extend(self._rows(compiled))
+            return returned
         if sql is None:
             found = (self.first(prepared, row) for row in rows)
             return [row for row in found if row is not None]

@@ -14,6 +14,7 @@ from typing import Any, Final
 from sqlalchemy import (
     Column,
     Integer,
+    String,
     and_,
     bindparam,
     case,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects import postgresql
 
 from ..models import (
     HISTORY_MAX_RECORDS,
@@ -151,6 +153,12 @@ _of_agent = executions.c.agent_id == bindparam("agent_id")
 GET: Final = Prepared(select(*AGENT_COLUMNS).where(_by_name))
 GET_FOR_UPDATE: Final = Prepared(select(*AGENT_COLUMNS).where(_by_name).with_for_update())
 GET_ID: Final = Prepared(select(agents.c.id).where(_by_name))
+#: PostgreSQL: the ids of those of a list of names that are taken (``= ANY`` of one array).
+IDS_BY_NAME: Final = Prepared(
+    select(agents.c.id, agents.c.name).where(
+        agents.c.name == func.any(bindparam("names", type_=postgresql.ARRAY(String())))
+    )
+)
 ALL: Final = Prepared(select(*AGENT_COLUMNS).order_by(agents.c.name))
 NAMES: Final = Prepared(select(agents.c.name).order_by(agents.c.name))
 COUNT_BY_STRATUM: Final = Prepared(
