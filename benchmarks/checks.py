@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .backends import StoreSpec, open_backend
+from .workload import BenchClock
+
 MAX_REPORTED = 5
 
 
@@ -151,3 +154,41 @@ class Checker:
     @property
     def ok(self) -> bool:
         return not self.mismatches
+
+
+def check_import(
+    checker: Checker, op: str, spec: StoreSpec, export_dir: Path, sample: int = 0
+) -> None:
+    """Imported agents read back (``get``, ``get_history``) must equal their exported files.
+
+    Every agent, or an evenly spread ``sample`` of them when given.
+    """
+    files = sorted(f for f in folder_digest(export_dir) if not f.endswith("_history.json"))
+    if sample:
+        files = files[:: max(1, len(files) // sample)]
+    backend = open_backend(spec, BenchClock())
+    bad = 0
+    try:
+        for file in files:
+            name = file.removesuffix(".json")
+            history_file = export_dir / f"{name}_history.json"
+            expected = {
+                "agent": json.loads((export_dir / file).read_bytes()),
+                "history": json.loads(history_file.read_bytes())
+                if history_file.exists()
+                else {"agent_name": name, "executions": [], "total_executions": 0},
+            }
+            actual = {
+                "agent": backend.agent_document(backend.get(name)),
+                "history": backend.history_document(backend.get_history(name, 50)),
+            }
+            diff = first_difference(expected, actual)
+            if diff:
+                bad += 1
+                if bad <= MAX_REPORTED:
+                    checker.fail(f"{op} (read back)", spec.label, f"{name}: {diff}")
+    finally:
+        backend.close()
+    if bad > MAX_REPORTED:
+        checker.fail(f"{op} (read back)", spec.label, f"... and {bad - MAX_REPORTED} more")
+    checker.compared.setdefault(f"{op} (read back)", {})[spec.label] = len(files)

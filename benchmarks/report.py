@@ -12,6 +12,11 @@ from .measure import OpStats
 REFERENCE: Final = "raw_sqlite3"
 ACTI_SQLITE: Final = "acti_store[sqlite]"
 JSON_FILES: Final = "json_files"
+ACTI_POSTGRES: Final = "acti_store[postgresql]"
+#: The practical limit on PostgreSQL: the reference of the PostgreSQL table's ratios.
+RAW_PSYCOPG: Final = "raw_psycopg"
+LANGGRAPH_PG: Final = "langgraph_pg"
+POSTGRES_BACKENDS: Final = (ACTI_POSTGRES, RAW_PSYCOPG, LANGGRAPH_PG)
 #: Operations whose acti_store throughput must be at least half of raw sqlite3's.
 HALF_OF_RAW: Final = (
     "create",
@@ -54,19 +59,31 @@ def _rate(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}"
 
 
-def render_table(stats: Sequence[OpStats], agents: int, search_agents: int) -> str:
-    """Per operation and backend: calls, ops/s, median and p90 latency, ratio to raw sqlite3."""
+def render_table(
+    stats: Sequence[OpStats],
+    agents: int,
+    search_agents: int,
+    backends: Sequence[str] | None = None,
+    references: Sequence[tuple[str, str]] = (("vs raw", REFERENCE),),
+) -> str:
+    """Per operation and backend: calls, ops/s, median and p90 latency, and ops/s relative to
+    each of ``references`` (``(column title, backend)``). Only ``backends`` when given."""
+    widths = [max(7, len(title)) for title, _ in references]
+    ratio_titles = " ".join(f"{t:>{w}}" for (t, _), w in zip(references, widths, strict=True))
     header = (
         f"{'operation':<26} {'backend':<24} {'calls':>7} {'ops/s':>10} {'median ms':>10} "
-        f"{'p90 ms':>9} {'vs raw':>7}  notes"
+        f"{'p90 ms':>9} {ratio_titles}  notes"
     )
     lines = [header, "-" * len(header)]
-    ops = list(dict.fromkeys(s.op for s in stats))
+    shown = [s for s in stats if backends is None or s.backend in backends]
+    ops = list(dict.fromkeys(s.op for s in shown))
     for op in ops:
         title = op_title(op, agents, search_agents)
-        reference = _find(stats, op, REFERENCE)
-        for s in (s for s in stats if s.op == op):
-            ratio = f"{s.ops_per_s / reference.ops_per_s:.2f}x" if reference else "-"
+        for s in (s for s in shown if s.op == op):
+            ratios = []
+            for _, backend in references:
+                reference = _find(stats, op, backend)
+                ratios.append(f"{s.ops_per_s / reference.ops_per_s:.2f}x" if reference else "-")
             notes = []
             if s.extra.get("inline"):
                 notes.append(f"{s.total_s:.1f} s, in-process (no memory figure)")
@@ -77,12 +94,34 @@ def render_table(stats: Sequence[OpStats], agents: int, search_agents: int) -> s
                 )
             if "sampled" in s.extra:
                 notes.append(f"{s.extra['sampled']}")
+            cells = " ".join(f"{r:>{w}}" for r, w in zip(ratios, widths, strict=True))
             lines.append(
                 f"{title:<26} {s.backend:<24} {s.calls:>7} {_rate(s.ops_per_s):>10} "
-                f"{_ms(s.median_ms):>10} {_ms(s.p90_ms):>9} {ratio:>7}  {'; '.join(notes)}".rstrip()
+                f"{_ms(s.median_ms):>10} {_ms(s.p90_ms):>9} {cells}  {'; '.join(notes)}".rstrip()
             )
             title = ""
     return "\n".join(lines)
+
+
+def render_tables(stats: Sequence[OpStats], agents: int, search_agents: int) -> str:
+    """The main table (SQLite and files, vs raw sqlite3) and, when PostgreSQL backends ran, their
+    own table: ops/s relative to ``raw_psycopg`` (the PostgreSQL limit) and to raw sqlite3."""
+    postgres = [b for b in POSTGRES_BACKENDS if any(s.backend == b for s in stats)]
+    others = list(dict.fromkeys(s.backend for s in stats if s.backend not in postgres))
+    if not postgres:
+        return render_table(stats, agents, search_agents)
+    references: tuple[tuple[str, str], ...] = (("vs sqlite3", REFERENCE),)
+    if any(s.backend == RAW_PSYCOPG for s in stats):
+        references = (("vs psycopg", RAW_PSYCOPG), *references)
+    parts = []
+    if others:
+        parts += [render_table(stats, agents, search_agents, others), ""]
+    parts += [
+        f"PostgreSQL (ratios: ops/s relative to {RAW_PSYCOPG}, the hand-written psycopg store, "
+        f"and to {REFERENCE})",
+        render_table(stats, agents, search_agents, postgres, references),
+    ]
+    return "\n".join(parts)
 
 
 def render_growth(stats: Sequence[OpStats]) -> str:

@@ -1,7 +1,7 @@
 """Benchmark acti_store against raw sqlite3 and the JSON-file design; check they all agree.
 
     python -m benchmarks.run [--agents 10000] [--search-agents 100000] [--postgres-url URL]
-                             [--out benchmarks/results] [--quick]
+                             [--out benchmarks/results] [--quick] [--no-client-scaling]
 
 Phases, each backend in turn, all in one process (export/import in a subprocess each, for memory):
 
@@ -11,6 +11,10 @@ Phases, each backend in turn, all in one process (export/import in a subprocess 
    them into an empty store; every imported agent and history must read back as its files say;
 3. search at ``--search-agents`` M: a store built with each backend's bulk path (not timed), then
    the searches; with ``--scale-io``, export/import of that store too (peak memory at scale).
+
+With ``--postgres-url``, acti_store[postgresql], the hand-written ``raw_psycopg`` and LangGraph's
+``PostgresStore`` (``langgraph_pg``) run every phase too, each in a schema of a database created for
+the run, and then the client-scaling probe (``client_scaling``: 1, 4, 16 client processes).
 
 Every answer is compared with raw sqlite3's (the reference); any difference is printed and makes the
 exit status 1. Results go to ``<out>/<name>.json``, ``.txt`` and ``.png``.
@@ -22,39 +26,30 @@ import argparse
 import gc
 import json
 import os
-import platform
 import random
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-import sqlalchemy
-
+from . import client_scaling
 from .backends import Backend, StoreSpec, open_backend
-from .backends.acti import interchange_functions
-from .checks import MAX_REPORTED, Checker, digest, first_difference, folder_digest
-from .measure import OpStats, code_fingerprint, first_last, git_state, run_probe, summarize
+from .checks import Checker, check_import, digest, folder_digest
+from .measure import OpStats, code_fingerprint, first_last, run_probe, summarize
 from .report import (
     ACTI_SQLITE,
     JSON_FILES,
+    LANGGRAPH_PG,
+    POSTGRES_BACKENDS,
     REFERENCE,
-    Target,
-    render_growth,
-    render_search_kinds,
-    render_table,
-    render_targets,
-    targets,
-    write_chart,
 )
+from .results import document, print_mismatches, render, write_results
+from .stores import Stores, slug
 from .workload import (
     BenchClock,
     Workload,
@@ -66,13 +61,6 @@ from .workload import (
     search_kind,
 )
 
-ACTI_POSTGRES: Final = "acti_store[postgresql]"
-KIND_OF: Final = {
-    REFERENCE: "raw_sqlite",
-    ACTI_SQLITE: "acti_store",
-    JSON_FILES: "json_files",
-    ACTI_POSTGRES: "acti_store",
-}
 #: Backends whose export/import is measured at search scale (``--scale-io``).
 SCALE_IO_BACKENDS: Final = (REFERENCE, ACTI_SQLITE)
 #: Agents read back after each import at search scale (at N, all of them are).
@@ -100,57 +88,22 @@ class BenchConfig:
     workdir: Path | None = None
     #: Run phases 1-2 (the N-agent workload); off: only the M-agent search (and --scale-io).
     live: bool = True
+    #: The peer (LangGraph's PostgresStore) lists every agent per search and filters in Python:
+    #: all searches at N (None), only the first K at M.
+    peer_search_sample: int | None = None
+    peer_search_sample_scale: int = 20
+    #: With PostgreSQL: the client-scaling probe (``client_scaling``), C processes x K runs each.
+    scaling_probe: bool = True
+    scaling_clients: tuple[int, ...] = client_scaling.DEFAULT_CLIENTS
+    scaling_calls: int = client_scaling.DEFAULT_CALLS
 
-
-# --------------------------------------------------------------------------------------------------
-# Stores: files in a work directory; PostgreSQL schemas in a database created for the run
-# --------------------------------------------------------------------------------------------------
-
-
-class Stores:
-    """Hands out empty stores for each backend; removes them all at the end."""
-
-    def __init__(self, workdir: Path, postgres_url: str | None) -> None:
-        self.workdir = workdir
-        self._admin: sqlalchemy.Engine | None = None
-        self._database: str | None = None
-        self._pg: sqlalchemy.Engine | None = None
-        if postgres_url:
-            url = sqlalchemy.make_url(postgres_url)
-            self._admin = sqlalchemy.create_engine(url, isolation_level="AUTOCOMMIT")
-            self._database = f"acti_bench_{uuid.uuid4().hex[:10]}"
-            with self._admin.connect() as conn:
-                conn.exec_driver_sql(f'CREATE DATABASE "{self._database}"')
-            self._pg_url = url.set(database=self._database)
-            self._pg = sqlalchemy.create_engine(self._pg_url, isolation_level="AUTOCOMMIT")
-
-    @property
-    def labels(self) -> list[str]:
-        labels = [REFERENCE, ACTI_SQLITE, JSON_FILES]
-        return [*labels, ACTI_POSTGRES] if self._pg is not None else labels
-
-    def spec(self, label: str, tag: str) -> StoreSpec:
-        slug = _slug(label)
-        kind = KIND_OF[label]
-        if label == ACTI_POSTGRES:
-            assert self._pg is not None
-            schema = f"{tag}_{uuid.uuid4().hex[:6]}"
-            with self._pg.connect() as conn:
-                conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-            url = self._pg_url.update_query_dict({"options": f"-csearch_path={schema}"})
-            return StoreSpec(kind, label, url.render_as_string(hide_password=False))
-        if kind == "json_files":
-            return StoreSpec(kind, label, str(self.workdir / f"{slug}-{tag}"))
-        path = self.workdir / f"{slug}-{tag}.db"
-        return StoreSpec(kind, label, f"sqlite:///{path}" if kind == "acti_store" else str(path))
-
-    def close(self) -> None:
-        if self._pg is not None:
-            self._pg.dispose()
-        if self._admin is not None:
-            with self._admin.connect() as conn:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{self._database}" WITH (FORCE)')
-            self._admin.dispose()
+    def search_sample(self, label: str, *, scale: bool) -> int | None:
+        """How many of the searches ``label`` runs (None: all)."""
+        if label == JSON_FILES:
+            return self.json_search_sample_scale if scale else self.json_search_sample
+        if label == LANGGRAPH_PG:
+            return self.peer_search_sample_scale if scale else self.peer_search_sample
+        return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -286,7 +239,7 @@ def run_live(run: Run, spec: StoreSpec, workload: Workload) -> None:
         )
         checker.labels["history_read"] = [f"history {n}" for n in workload.history_reads]
 
-        sample = run.config.json_search_sample if label == JSON_FILES else None
+        sample = run.config.search_sample(label, scale=False)
         run_searches(run, backend, label, "search", workload.searches, sample)
     finally:
         backend.close()
@@ -294,7 +247,7 @@ def run_live(run: Run, spec: StoreSpec, workload: Workload) -> None:
 
 def run_export(run: Run, live: StoreSpec, agents: int) -> Path:
     """Export the live store (timed, in a subprocess); returns the folder."""
-    export_dir = run.stores.workdir / f"export-{_slug(live.label)}"
+    export_dir = run.stores.workdir / f"export-{slug(live.label)}"
     export_dir.mkdir()
     _probe(run, live, "export", export_dir, agents)
     return export_dir
@@ -305,11 +258,7 @@ def run_import(run: Run, label: str, export_dir: Path, agents: int) -> None:
     read back as its exported files say."""
     target = run.stores.spec(label, "imported")
     _probe(run, target, "import", export_dir, agents)
-    check_import(run, "import", target, export_dir)
-
-
-def _slug(label: str) -> str:
-    return label.replace("[", "-").replace("]", "")
+    check_import(run.checker, "import", target, export_dir)
 
 
 def _probe(
@@ -345,46 +294,12 @@ def build_scale_stores(run: Run, specs: Sequence[StoreSpec]) -> dict[str, Backen
     return backends
 
 
-def check_import(run: Run, op: str, spec: StoreSpec, export_dir: Path, sample: int = 0) -> None:
-    """Imported agents read back (``get``, ``get_history``) must equal their exported files.
-
-    Every agent, or an evenly spread ``sample`` of them when given.
-    """
-    files = sorted(f for f in folder_digest(export_dir) if not f.endswith("_history.json"))
-    if sample:
-        files = files[:: max(1, len(files) // sample)]
-    backend = open_backend(spec, BenchClock())
-    bad = 0
-    try:
-        for file in files:
-            name = file.removesuffix(".json")
-            history_file = export_dir / f"{name}_history.json"
-            expected = {
-                "agent": json.loads((export_dir / file).read_bytes()),
-                "history": json.loads(history_file.read_bytes())
-                if history_file.exists()
-                else {"agent_name": name, "executions": [], "total_executions": 0},
-            }
-            actual = {
-                "agent": backend.agent_document(backend.get(name)),
-                "history": backend.history_document(backend.get_history(name, 50)),
-            }
-            diff = first_difference(expected, actual)
-            if diff:
-                bad += 1
-                if bad <= MAX_REPORTED:
-                    run.checker.fail(f"{op} (read back)", spec.label, f"{name}: {diff}")
-    finally:
-        backend.close()
-    if bad > MAX_REPORTED:
-        run.checker.fail(f"{op} (read back)", spec.label, f"... and {bad - MAX_REPORTED} more")
-    run.checker.compared.setdefault(f"{op} (read back)", {})[spec.label] = len(files)
-
-
 def run_scale(run: Run) -> None:
     config = run.config
     labels = [
-        label for label in run.stores.labels if label != ACTI_POSTGRES or config.postgres_scale
+        label
+        for label in run.stores.labels
+        if label not in POSTGRES_BACKENDS or config.postgres_scale
     ]
     run.log(f"search scale: building {config.search_agents:,}-agent stores ({', '.join(labels)})")
     specs = {label: run.stores.spec(label, "scale") for label in labels}
@@ -394,7 +309,7 @@ def run_scale(run: Run) -> None:
     )
     try:
         for label, backend in backends.items():
-            sample = config.json_search_sample_scale if label == JSON_FILES else None
+            sample = config.search_sample(label, scale=True)
             run_searches(run, backend, label, "search_scale", searches, sample)
             run.log(f"  search @{config.search_agents:,} {label}: done")
     finally:
@@ -405,13 +320,13 @@ def run_scale(run: Run) -> None:
     exports: dict[str, tuple[Path, dict[str, str]]] = {}
     for label in SCALE_IO_BACKENDS:
         spec = specs[label]
-        export_dir = run.stores.workdir / f"export-scale-{_slug(label)}"
+        export_dir = run.stores.workdir / f"export-scale-{slug(label)}"
         export_dir.mkdir()
         _probe(run, spec, "export", export_dir, config.search_agents, "_scale")
         exports[label] = (export_dir, folder_digest(export_dir))
         target = run.stores.spec(label, "scale_imported")
         _probe(run, target, "import", export_dir, config.search_agents, "_scale")
-        check_import(run, "import_scale", target, export_dir, SCALE_IMPORT_SAMPLE)
+        check_import(run.checker, "import_scale", target, export_dir, SCALE_IMPORT_SAMPLE)
     for label in SCALE_IO_BACKENDS:
         if label != REFERENCE:
             run.checker.compare_folders("export_scale", label, exports[REFERENCE], exports[label])
@@ -441,6 +356,19 @@ def run_live_phases(run: Run, workload: Workload) -> None:
             )
 
 
+def run_client_scaling(run: Run) -> None:
+    """The client-scaling probe on the run's database; acti_store or raw_psycopg losing a count
+    fails the run (the peer's losses are reported)."""
+    clients, calls = run.config.scaling_clients, run.config.scaling_calls
+    run.log(f"client scaling: {', '.join(map(str, clients))} client processes x {calls} runs")
+    cells = client_scaling.run_scaling(
+        run.stores.spec, POSTGRES_BACKENDS, clients, calls, log=run.log
+    )
+    run.notes["client_scaling"] = cells
+    for problem in client_scaling.problems(cells):
+        run.checker.fail("client scaling", problem.split(" ", 1)[0], problem)
+
+
 def run_benchmark(config: BenchConfig) -> dict[str, Any]:
     """Run every phase; returns the results document (also written to ``config.out``)."""
     started = time.perf_counter()
@@ -455,124 +383,13 @@ def run_benchmark(config: BenchConfig) -> dict[str, Any]:
             run.log(f"workload: {config.size} seed={config.seed} (workdir {workdir})")
             run_live_phases(run, workload)
         run_scale(run)
+        if config.postgres_url and config.scaling_probe:
+            run_client_scaling(run)
     finally:
         stores.close()
         shutil.rmtree(workdir, ignore_errors=True)
     run.checker.compare()
-    return _results(run, workload, time.perf_counter() - started)
-
-
-# --------------------------------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------------------------------
-
-
-def _sanity(run: Run, workload: Workload | None) -> dict[str, Any]:
-    """Evidence that the checks compared something: non-empty answers, a FIFO that trimmed."""
-    runs: dict[str, int] = {}
-    for execution in workload.executions if workload is not None else ():
-        runs[execution.name] = runs.get(execution.name, 0) + 1
-    reference = run.checker.answers
-    searches = reference.get("search", {}).get(REFERENCE, {})
-    scale = reference.get("search_scale", {}).get(REFERENCE, {})
-    histories = reference.get("history_read", {}).get(REFERENCE, {})
-    return {
-        "agents_run": len(runs),
-        "agents_past_50_records": sum(1 for n in runs.values() if n > 50),
-        "most_runs_of_one_agent": max(runs.values(), default=0),
-        "searches_with_results": _with_results(searches),
-        "scale_searches_with_results": _with_results(scale),
-        "history_reads_with_records": (
-            f"{sum(1 for h in histories.values() if h['executions'])}/{len(histories)}"
-        ),
-    }
-
-
-def _with_results(answers: dict[int, Any]) -> str:
-    return f"{sum(1 for a in answers.values() if a['names'])}/{len(answers)}"
-
-
-def _results(run: Run, workload: Workload | None, seconds: float) -> dict[str, Any]:
-    config = run.config
-    _, _, interchange = interchange_functions()
-    return {
-        "meta": {
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "runtime_s": round(seconds, 1),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "sqlite": sqlite3.sqlite_version,
-            "sqlalchemy": sqlalchemy.__version__,
-            "seed": config.seed,
-            "size": vars(config.size),
-            "search_agents": config.search_agents,
-            "json_search_sample": config.json_search_sample,
-            "json_search_sample_scale": config.json_search_sample_scale,
-            "acti_store_interchange": interchange,
-            "scale_build_seconds": run.notes.get("scale_build_seconds"),
-            "acti_store_code": run.notes["code"],
-            **git_state(),
-            "load_average_before": run.notes["load_before"],
-            "load_average_after": os.getloadavg(),
-            "reference": REFERENCE,
-        },
-        "operations": [s.as_dict() for s in run.stats],
-        "checks": {
-            "ok": run.checker.ok,
-            "compared": run.checker.compared,
-            "mismatches": [vars(m) for m in run.checker.mismatches],
-            "sanity": _sanity(run, workload),
-        },
-        "targets": [vars(t) for t in targets(run.stats, config.size.agents, config.search_agents)],
-    }
-
-
-def render(results: dict[str, Any]) -> str:
-    meta = results["meta"]
-    stats = [_stats_from(d) for d in results["operations"]]
-    agents, search_agents = meta["size"]["agents"], meta["search_agents"]
-    checks = results["checks"]
-    parts = [
-        f"acti_store benchmark — {meta['date']}, Python {meta['python']}, SQLite {meta['sqlite']}, "
-        f"SQLAlchemy {meta['sqlalchemy']}, {meta['cpus']} CPUs, runtime {meta['runtime_s']} s",
-        f"acti_store export/import: {meta['acti_store_interchange']}",
-        "",
-        render_table(stats, agents, search_agents),
-        "",
-        *([growth, ""] if (growth := render_growth(stats)) else []),
-        *([kinds, ""] if (kinds := render_search_kinds(stats, agents, search_agents)) else []),
-        render_targets([_target_from(t) for t in results["targets"]]),
-        "",
-        "checks: " + ("all backends agree" if checks["ok"] else "MISMATCHES"),
-        "  compared: "
-        + "; ".join(
-            f"{op}: " + ", ".join(f"{b} {n}" for b, n in by.items())
-            for op, by in checks["compared"].items()
-        ),
-        "  sanity: " + ", ".join(f"{k}={v}" for k, v in checks["sanity"].items()),
-    ]
-    return "\n".join(parts)
-
-
-def _stats_from(data: dict[str, Any]) -> OpStats:
-    fields = {k: v for k, v in data.items() if k != "ops_per_s"}
-    return OpStats(**fields)
-
-
-def _target_from(data: dict[str, Any]) -> Target:
-    return Target(**data)
-
-
-def print_mismatches(results: dict[str, Any]) -> None:
-    mismatches = results["checks"]["mismatches"]
-    if not mismatches:
-        return
-    bar = "!" * 100
-    print(f"\n{bar}\nCORRECTNESS CHECK FAILED: {len(mismatches)} mismatch(es) against {REFERENCE}")
-    for m in mismatches:
-        print(f"  [{m['op']}] {m['backend']}: {m['detail']}")
-    print(f"{bar}\n", flush=True)
+    return document(run, workload, time.perf_counter() - started)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -586,7 +403,9 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
     )
     parser.add_argument("--agents", type=int, help="N: agents of the live workload (10000)")
     parser.add_argument("--search-agents", type=int, help="M: agents of the search store (100000)")
-    parser.add_argument("--postgres-url", help="also measure acti_store on this PostgreSQL")
+    parser.add_argument(
+        "--postgres-url", help="also measure acti_store, raw_psycopg and langgraph_pg on it"
+    )
     parser.add_argument(
         "--no-postgres-scale", action="store_true", help="PostgreSQL: skip the search at M"
     )
@@ -601,6 +420,13 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
     parser.add_argument("--history-reads", type=int)
     parser.add_argument("--json-search-sample", type=int, default=20)
     parser.add_argument("--json-search-sample-scale", type=int, default=5)
+    parser.add_argument("--peer-search-sample", type=int, help="langgraph_pg: first K at N (all)")
+    parser.add_argument("--peer-search-sample-scale", type=int, default=20)
+    parser.add_argument(
+        "--no-client-scaling", action="store_true", help="PostgreSQL: skip the client-scaling probe"
+    )
+    parser.add_argument("--scaling-clients", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--scaling-calls", type=int, default=200, help="runs per client process")
     parser.add_argument(
         "--scale-io",
         action=argparse.BooleanOptionalAction,
@@ -629,17 +455,8 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
         executions=2 * agents,
         history_reads=500 if quick else 2_000,
     )
-    overrides = {
-        k: v
-        for k, v in {
-            "gets": args.gets,
-            "updates": args.updates,
-            "searches": args.searches,
-            "executions": args.executions,
-            "history_reads": args.history_reads,
-        }.items()
-        if v is not None
-    }
+    counts = ("gets", "updates", "searches", "executions", "history_reads")
+    overrides = {k: getattr(args, k) for k in counts if getattr(args, k) is not None}
     return BenchConfig(
         size=replace(base, **overrides),
         search_agents=args.search_agents or (5_000 if quick else 100_000),
@@ -650,34 +467,17 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
         name=args.name or ("quick" if quick else "latest"),
         json_search_sample=args.json_search_sample,
         json_search_sample_scale=args.json_search_sample_scale,
+        peer_search_sample=args.peer_search_sample,
+        peer_search_sample_scale=args.peer_search_sample_scale,
+        scaling_probe=not args.no_client_scaling,
+        scaling_clients=tuple(args.scaling_clients),
+        scaling_calls=args.scaling_calls,
         scale_io=args.scale_io,
         inline_io=args.inline_io,
         live=not args.no_live,
         chart=not args.no_chart,
         workdir=args.workdir,
     )
-
-
-def write_results(config: BenchConfig, results: dict[str, Any], text: str) -> list[Path]:
-    config.out.mkdir(parents=True, exist_ok=True)
-    json_path = config.out / f"{config.name}.json"
-    json_path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    text_path = config.out / f"{config.name}.txt"
-    text_path.write_text(text + "\n", "utf-8")
-    written = [json_path, text_path]
-    if config.chart:
-        meta = results["meta"]
-        png = config.out / f"{config.name}.png"
-        write_chart(
-            [_stats_from(d) for d in results["operations"]],
-            png,
-            meta["size"]["agents"],
-            meta["search_agents"],
-            f"acti_store vs raw sqlite3 vs JSON files — ops/s, log scale "
-            f"(N={meta['size']['agents']:,}, search also at {meta['search_agents']:,})",
-        )
-        written.append(png)
-    return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -687,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(text)
     print_mismatches(results)
-    for path in write_results(config, results, text):
+    for path in write_results(config.out, config.name, results, text, chart=config.chart):
         print(f"wrote {path}")
     return 0 if results["checks"]["ok"] else 1
 

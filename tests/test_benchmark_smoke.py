@@ -3,6 +3,9 @@
 Runs ``python -m benchmarks.run`` (the real entry point) at a tiny size in a subprocess and reads
 its results file. Export/import run in-process (``--inline-io``) and the stores go to a tmpfs when
 there is one: starting a Python per export/import and fsyncing to disk would be most of the time.
+With ``ACTI_STORE_TEST_POSTGRES_URL`` set, the same on PostgreSQL too: acti_store, the
+hand-written ``raw_psycopg`` and LangGraph's ``PostgresStore`` beside the others, and a tiny
+client-scaling probe.
 """
 
 from __future__ import annotations
@@ -12,11 +15,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+POSTGRES_ENV = "ACTI_STORE_TEST_POSTGRES_URL"
+POSTGRES_URL = os.environ.get(POSTGRES_ENV)
 BACKENDS = {"raw_sqlite3", "acti_store[sqlite]", "json_files"}
+POSTGRES_BACKENDS = {"acti_store[postgresql]", "raw_psycopg", "langgraph_pg"}
 OPERATIONS = {
     "create",
     "get",
@@ -30,8 +37,8 @@ OPERATIONS = {
 }
 
 
-@pytest.mark.timeout(120)
-def test_benchmark_backends_agree(tmp_path: Path) -> None:
+def _run_tiny(tmp_path: Path, *extra: str) -> dict[str, Any]:
+    """``benchmarks.run`` at a tiny size (plus ``extra`` arguments); its results document."""
     shm = Path("/dev/shm")
     workdir = shm if shm.is_dir() and os.access(shm, os.W_OK) else tmp_path
     command = [
@@ -51,22 +58,60 @@ def test_benchmark_backends_agree(tmp_path: Path) -> None:
         f"--out={tmp_path}",
         "--name=smoke",
         f"--workdir={workdir}",
+        *extra,
     ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    results: dict[str, Any] = json.loads((tmp_path / "smoke.json").read_text("utf-8"))
+    return results
 
-    results = json.loads((tmp_path / "smoke.json").read_text("utf-8"))
+
+def _check_agreement(results: dict[str, Any], backends: set[str]) -> None:
     checks = results["checks"]
     assert checks["ok"], checks["mismatches"]
     measured = {(op["op"], op["backend"]) for op in results["operations"]}
     assert {op for op, _ in measured} == OPERATIONS
-    assert {backend for _, backend in measured} == BACKENDS
+    assert {backend for _, backend in measured} == backends
     # The checks compared real answers: searches found agents, the FIFO trimmed, files matched.
     sanity = checks["sanity"]
     assert sanity["agents_past_50_records"] >= 1
     assert int(sanity["searches_with_results"].split("/")[0]) > 0
-    assert checks["compared"]["export"]["acti_store[sqlite]"] > 40
-    assert checks["compared"]["import (read back)"]["acti_store[sqlite]"] == 40
+    for backend in backends - {"raw_sqlite3"}:
+        assert checks["compared"]["export"][backend] > 40
+        assert checks["compared"]["import (read back)"][backend] == 40
+        assert checks["compared"]["search"][backend] > 0
+
+
+@pytest.mark.timeout(120)
+def test_benchmark_backends_agree(tmp_path: Path) -> None:
+    results = _run_tiny(tmp_path)
+    _check_agreement(results, BACKENDS)
+    assert results["client_scaling"] == []
+
+
+@pytest.mark.postgresql
+@pytest.mark.skipif(not POSTGRES_URL, reason=f"{POSTGRES_ENV} is not set: PostgreSQL skipped")
+@pytest.mark.timeout(300)
+def test_benchmark_backends_agree_on_postgresql(tmp_path: Path) -> None:
+    """raw_psycopg and langgraph_pg beside acti_store[postgresql]: every phase, every answer
+    compared with raw sqlite3's; the client-scaling probe runs every cell, and acti_store and
+    raw_psycopg lose no count (the peer's losses are only reported)."""
+    assert POSTGRES_URL is not None
+    scaling = ("--scaling-clients", "1", "2", "--scaling-calls=5")
+    results = _run_tiny(tmp_path, f"--postgres-url={POSTGRES_URL}", *scaling)
+    _check_agreement(results, BACKENDS | POSTGRES_BACKENDS)
+    cells = results["client_scaling"]
+    assert {(c["backend"], c["mode"], c["clients"]) for c in cells} == {
+        (backend, mode, clients)
+        for backend in POSTGRES_BACKENDS
+        for mode in ("distinct", "shared")
+        for clients in (1, 2)
+    }
+    for cell in cells:
+        assert cell["runs"] == 5 * cell["clients"]
+        assert cell["runs_per_s"] > 0 and cell["p99_ms"] >= cell["p50_ms"] > 0
+        if cell["backend"] != "langgraph_pg":
+            assert cell["lost"] == 0, cell
 
 
 @pytest.mark.slow

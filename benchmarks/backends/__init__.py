@@ -29,6 +29,8 @@ KINDS: Final = {
     "acti_store": "benchmarks.backends.acti",
     "raw_sqlite": "benchmarks.backends.raw_sqlite",
     "json_files": "benchmarks.backends.json_files",
+    "raw_psycopg": "benchmarks.backends.raw_psycopg",
+    "langgraph_pg": "benchmarks.backends.langgraph_pg",
 }
 
 
