@@ -188,6 +188,12 @@ class Cursor:
 
     def executemany(self, prepared: Prepared, rows: Iterable[Mapping[str, Any]]) -> None:
         compiled = prepared.compiled(self.dialect)
+        if self._pipeline is not None:
+            # Each sent without waiting, as psycopg's executemany would; not through it: in
+            # pipeline mode it leaves results that the cursor's next query then reads as its own.
+            for row in rows:
+                self._cursor.execute(compiled.sql, compiled.params(row))
+            return
         self._cursor.executemany(compiled.sql, [compiled.params(r) for r in rows])
 
     def _rows(self, compiled: Compiled) -> list[Sequence[Any]]:

@@ -211,12 +211,14 @@ def test_a_search_is_planned_for_its_values_every_time(
     assert gets[0] == (1, ["SELECT"]) and gets[-1] == (1, [])  # the fast path's are prepared
 
 
-def test_a_large_import_leaves_statistics_for_the_planner(
+def test_a_large_import_is_whole_and_leaves_statistics_for_the_planner(
     pg_repo: SqlAgentRepository, tmp_path: Path
 ) -> None:
     source = open_repository(f"sqlite:///{tmp_path / 'source.db'}")
     for i in range(300):
         source.create(make_config(f"agent_{i:03d}"))
+        for _ in range(20):  # 6,000 records: more than one batch of them
+            source.record_execution(f"agent_{i:03d}", run(success=i % 2 == 0))
     export_json(source, tmp_path / "agents")
     source.close()
     estimated = text("SELECT reltuples FROM pg_class WHERE oid = 'agents'::regclass")
@@ -227,3 +229,7 @@ def test_a_large_import_leaves_statistics_for_the_planner(
 
     with pg_repo.engine.connect() as conn:
         assert conn.execute(estimated).scalar() == 300
+    for name in ("agent_000", "agent_151", "agent_299"):
+        history = pg_repo.get_history(name, limit=50)
+        assert history.total_executions == len(history.executions) == 20
+        assert all(r.success == (int(name[-3:]) % 2 == 0) for r in history.executions)
