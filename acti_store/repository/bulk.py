@@ -174,16 +174,26 @@ class _BulkStaging:
 
 def refresh_statistics(engine: Engine, written: int) -> None:
     """After a PostgreSQL import of ``written`` agents: ANALYZE the agents and their tags when
-    that is ``ANALYZE_SHARE`` of the store or more (or the tables were never analyzed). The
-    import is committed already: a failure here is logged, not raised."""
+    the agents changed since their last analysis (this import's, and what the server counted
+    before it) are ``ANALYZE_SHARE`` of the store or more, or the tables were never analyzed:
+    autovacuum's rule, without its wait. The import is committed already: a failure here is
+    logged, not raised."""
     if not written:
         return
     try:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            rows = conn.execute(
-                text("SELECT reltuples FROM pg_catalog.pg_class WHERE oid = 'agents'::regclass")
-            ).scalar()
-            if rows is None or rows < 0 or written >= ANALYZE_SHARE * rows:
+            found: Any = conn.execute(_SINCE_ANALYZED).one()
+            rows, changed = float(found[0]), max(int(found[1] or 0), written)
+            if rows < 0 or changed >= ANALYZE_SHARE * rows:
                 conn.execute(text("ANALYZE agents, agent_tags"))
     except Exception:
         logger.warning("could not gather the statistics of the imported agents", exc_info=True)
+
+
+#: The agents table's estimated rows (-1: never analyzed) and its rows changed since its last
+#: analysis (the server's count, reported at the end of each transaction).
+_SINCE_ANALYZED: Final = text(
+    "SELECT c.reltuples, s.n_mod_since_analyze FROM pg_catalog.pg_class c "
+    "LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid "
+    "WHERE c.oid = 'agents'::regclass"
+)
