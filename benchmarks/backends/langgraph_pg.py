@@ -29,8 +29,6 @@ What a ``PostgresStore`` user must do by hand, it does here as such a user would
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -46,7 +44,7 @@ from acti_store.models import AgentConfig, AgentUpdate, ExecutionRecord, SearchQ
 
 from ..workload import BulkItem
 from . import Backend, Clock, Document, StoreSpec
-from .plain import HISTORY_MAX, dumps, iso, new_agent_document, record_document
+from .plain import HISTORY_MAX, dumps, iso, new_agent_document, read_export, record_document
 from .raw_psycopg import libpq_url
 
 AGENTS: Final = ("agents",)
@@ -223,18 +221,7 @@ class LangGraphPostgresBackend(Backend):
         return "PostgresStore: search() of every agent, of every record; files in Python"
 
     def import_all(self, directory: Path) -> str:
-        files = set(os.listdir(directory))
-        items: list[tuple[Document, Document | None]] = []
-        for file in sorted(files):
-            if not file.endswith(".json") or file.endswith("_history.json"):
-                continue
-            with open(directory / file, "rb") as src:
-                doc = json.loads(src.read())
-            history = None
-            if (history_file := f"{file[:-5]}_history.json") in files:
-                with open(directory / history_file, "rb") as src:
-                    history = json.loads(src.read())
-            items.append((doc, history))
+        items = list(read_export(directory))
         self._put_all(items)
         return f"PostgresStore: batch() of PutOps, {BATCH_ITEMS:,} items per batch"
 

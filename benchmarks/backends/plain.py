@@ -1,4 +1,5 @@
-"""Hand-written helpers of the two reference stores (raw sqlite3, JSON files).
+"""Hand-written helpers of the reference stores (raw sqlite3, raw psycopg, JSON files) and the
+peer.
 
 They build the contract's documents as plain dicts, in the contract's key order, without going
 through acti_store: the reference stores are meant to be the simplest code that does the job.
@@ -7,7 +8,10 @@ through acti_store: the reference stores are meant to be the simplest code that 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Final
 
 from acti_store.models import AgentConfig, ExecutionRecord
@@ -77,3 +81,19 @@ def record_document(record: ExecutionRecord) -> dict[str, Any]:
 def dumps(document: dict[str, Any]) -> str:
     """A document as its file holds it (the contract's format)."""
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def read_export(directory: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """The agent documents of an export folder in file-name order, each with its history
+    document (None without a history file): what the hand-written stores import."""
+    files = set(os.listdir(directory))
+    for file in sorted(files):
+        if not file.endswith(".json") or file.endswith("_history.json"):
+            continue
+        with open(directory / file, "rb") as src:
+            doc = json.loads(src.read())
+        history = None
+        if (history_file := f"{file[:-5]}_history.json") in files:
+            with open(directory / history_file, "rb") as src:
+                history = json.loads(src.read())
+        yield doc, history

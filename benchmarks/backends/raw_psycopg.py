@@ -27,8 +27,6 @@ Durability is the server's default (``synchronous_commit=on``), as for acti_stor
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,7 +40,15 @@ from acti_store.models import AgentConfig, AgentUpdate, ExecutionRecord, SearchQ
 
 from ..workload import BulkItem
 from . import Backend, Clock, Document, StoreSpec
-from .plain import HISTORY_MAX, dumps, iso, masks_containing, new_agent_document, tools_mask
+from .plain import (
+    HISTORY_MAX,
+    dumps,
+    iso,
+    masks_containing,
+    new_agent_document,
+    read_export,
+    tools_mask,
+)
 
 #: Held (per database) while one process creates the tables, so that concurrent openers queue.
 DDL_LOCK: Final = 0x61637469_7073  # "actips"
@@ -406,18 +412,7 @@ class RawPsycopgBackend(Backend):
         return "hand-written: one snapshot, two server-side cursors (agents, records) merged"
 
     def import_all(self, directory: Path) -> str:
-        files = set(os.listdir(directory))
-        items: list[tuple[Document, Document | None]] = []
-        for file in sorted(files):
-            if not file.endswith(".json") or file.endswith("_history.json"):
-                continue
-            with open(directory / file, "rb") as src:
-                doc = json.loads(src.read())
-            history = None
-            if (history_file := f"{file[:-5]}_history.json") in files:
-                with open(directory / history_file, "rb") as src:
-                    history = json.loads(src.read())
-            items.append((doc, history))
+        items = list(read_export(directory))
         self._copy_in(items)
         return "hand-written: json.loads + COPY agents, COPY records, one transaction"
 

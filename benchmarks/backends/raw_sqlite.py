@@ -11,7 +11,6 @@ reading an agent needs no conversion. One connection, kept open.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +29,7 @@ from .plain import (
     iso,
     masks_containing,
     new_agent_document,
+    read_export,
     record_document,
     tools_mask,
 )
@@ -384,17 +384,8 @@ class RawSqliteBackend(Backend):
         return "hand-written: one SELECT over agents, one per run agent's history"
 
     def import_all(self, directory: Path) -> str:
-        files = set(os.listdir(directory))
         with self._write() as db:
-            for file in sorted(files):
-                if not file.endswith(".json") or file.endswith("_history.json"):
-                    continue
-                with open(directory / file, "rb") as src:
-                    doc = json.loads(src.read())
-                history = None
-                if (history_file := f"{file[:-5]}_history.json") in files:
-                    with open(directory / history_file, "rb") as src:
-                        history = json.loads(src.read())
+            for doc, history in read_export(directory):
                 self._put(db, doc, history)
         return "hand-written: json.loads + INSERTs, one transaction"
 
