@@ -37,8 +37,9 @@ _TEXT_INDEXES: tuple[str, ...] = ("ix_agents_trgm_name", "ix_agents_trgm_descrip
 
 
 def _text_index_sql(change: str) -> str:
-    """``change`` (SET or RESET a storage parameter) 0003's text indexes, those that exist (pg_trgm may be missing).
-    No ``%`` in it: printed as SQL (``--sql``) for a psycopg URL, a ``%`` would be doubled."""
+    """Apply ``change`` (SET or RESET a storage parameter) to 0003's text indexes, those that
+    exist (pg_trgm may be missing). No ``%`` in it: printed as SQL (``--sql``) for a psycopg
+    URL, a ``%`` would be doubled."""
     names = ", ".join(f"'{name}'" for name in _TEXT_INDEXES)
     return (
         "DO $$ DECLARE found record; BEGIN "
