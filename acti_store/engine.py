@@ -249,7 +249,8 @@ def _postgresql_checkout(
     every use: a connection is pinged only when it was idle for ``POSTGRES_PING_IDLE`` seconds,
     or when the server sent something while it was idle (a terminated backend, a server shutting
     down: the socket is readable then). A dead one is replaced by a new connection."""
-    idle = time.monotonic() - record.info.get(_RETURNED, 0.0)
+    now = time.monotonic()
+    idle = now - record.info.get(_RETURNED, now)  # a connection just made is not pinged
     if not dbapi_connection.closed and idle < POSTGRES_PING_IDLE:
         try:
             readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)

@@ -79,8 +79,8 @@ _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
 def query_connection(engine: Engine, *, statements: int = 1) -> Iterator[Connection]:
     """A Core connection for a search. SQLite: one read transaction (the text probe and the
     query see one snapshot). PostgreSQL: with ``statements == 1`` it runs in autocommit (no
-    BEGIN and ROLLBACK round trips); several statements run in a transaction the caller ends
-    with COMMIT, since psycopg answers a ROLLBACK by dropping its prepared statements.
+    BEGIN and ROLLBACK round trips); several statements run in a transaction that ends in
+    COMMIT, since psycopg answers a ROLLBACK by dropping its prepared statements.
     Searches are never prepared there: a prepared statement soon runs a generic plan, one made
     without its values, and a substring's pattern is what decides a search's plan."""
     if engine.dialect.name == "sqlite":
@@ -94,6 +94,8 @@ def query_connection(engine: Engine, *, statements: int = 1) -> Iterator[Connect
         driver.prepare_threshold = None
         try:
             yield conn
+            if statements > 1:
+                conn.commit()
         finally:
             driver.prepare_threshold = threshold
 

@@ -9,12 +9,11 @@ search query in ``search``, pages and the export's snapshot in ``paging``, bulk 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
 from functools import partial
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from ..dberrors import translate_errors, translated
 from ..engine import (
@@ -355,27 +354,21 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
 
     # -- search ------------------------------------------------------------------------------------
 
-    def _query_connection(self, *, statements: int = 1) -> AbstractContextManager[Connection]:
-        return query_connection(self._engine, statements=statements)
-
     def search(self, query: SearchQuery) -> list[Agent]:
         """Filters combine with AND; results come in the sort's order, at most ``limit``
         (the query and its plan: ``search``)."""
-        with translate_errors(self._dbapi), self._query_connection() as conn:
+        with translate_errors(self._dbapi), query_connection(self._engine) as conn:
             stmt = search_statement(conn, query, sqlite=self._sqlite)
             return [agent_from_row(row) for row in conn.execute(stmt)]
 
     def count(self, query: SearchQuery) -> int:
-        with translate_errors(self._dbapi), self._query_connection() as conn:
+        with translate_errors(self._dbapi), query_connection(self._engine) as conn:
             return int(conn.execute(count_statement(conn, query, sqlite=self._sqlite)).scalar_one())
 
     def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
         after = None if cursor is None else decode_cursor(cursor, query)
-        with translate_errors(self._dbapi), self._query_connection(statements=2) as conn:
-            page = search_page(conn, query, after, sqlite=self._sqlite)
-            if not self._sqlite:
-                conn.commit()
-            return page
+        with translate_errors(self._dbapi), query_connection(self._engine, statements=2) as conn:
+            return search_page(conn, query, after, sqlite=self._sqlite)
 
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)
