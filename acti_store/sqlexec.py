@@ -111,6 +111,37 @@ class Compiled:
         return row
 
 
+def fetched(cursor: Any, compiled: Compiled) -> list[Sequence[Any]]:
+    """The rows of the statement ``cursor`` just ran, result processors applied (the fetch
+    comes first: in pipeline mode it is what brings the answer, its description included)."""
+    raw_rows = cursor.fetchall()
+    if compiled.results is None:
+        compiled.prepare_results(cursor.description)
+    return [compiled.row(raw) for raw in raw_rows]
+
+
+class Answer:
+    """What a statement sent by ``Cursor.later`` returned, once it is in: its rows (result
+    processors applied) and the number of rows it changed."""
+
+    __slots__ = ("expected", "rowcount", "rows")
+
+    def __init__(self, expected: int | None = None) -> None:
+        self.expected = expected
+        self.rows: list[Sequence[Any]] = []
+        self.rowcount = -1
+
+    def take(self, cursor: Any, compiled: Compiled) -> None:
+        if cursor.description is not None:  # the answer is in: its description with it
+            self.rows = fetched(cursor, compiled)
+        self.rowcount = int(cursor.rowcount)
+        if self.expected is not None and self.rowcount != self.expected:
+            raise AssertionError(
+                f"{compiled.sql.split(maxsplit=3)[:3]} changed {self.rowcount} rows, "
+                f"not {self.expected}"
+            )
+
+
 class Prepared:
     """A Core statement, compiled lazily once per kind of dialect.
 
@@ -164,21 +195,58 @@ class Cursor:
     With a ``pipeline`` (psycopg's pipeline mode, PostgreSQL writes) a statement is sent without
     waiting for its answer: ``send`` (no answer needed) queues it, and the next statement whose
     answer is needed (``execute``'s row count, ``first``, ``all``) or the commit fetches every
-    answer at once. A transaction then costs a round trip per answer it needs, not per statement.
+    answer at once. A transaction then costs a round trip per answer it needs, not per statement;
+    one whose answers can all wait for the commit (``later``) costs one.
     """
 
-    __slots__ = ("_cursor", "_pipeline", "dialect")
+    __slots__ = ("_cursor", "_later", "dialect", "pipeline")
 
     def __init__(self, cursor: Any, dialect: Dialect, pipeline: Any = None) -> None:
         self._cursor = cursor
         self.dialect = dialect
-        self._pipeline = pipeline
+        self.pipeline = pipeline
+        self._later: list[tuple[Any, Compiled, Answer]] = []
+
+    def later(
+        self,
+        prepared: Prepared,
+        values: Mapping[str, Any] | None = None,
+        *,
+        rowcount: int | None = None,
+    ) -> Answer:
+        """Run a statement whose answer the transaction does not wait for: in a pipeline it
+        goes on a cursor of its own and is read with the commit's (``settle``); else at once.
+
+        With ``rowcount``, a statement that changed another number of rows raises
+        ``AssertionError`` (an invariant's check; in a pipeline, once the answers are in).
+        """
+        compiled = prepared.compiled(self.dialect)
+        answer = Answer(rowcount)
+        if self.pipeline is None:
+            self._cursor.execute(compiled.sql, compiled.params(values or {}))
+            answer.take(self._cursor, compiled)
+        else:
+            own = self._cursor.connection.cursor()
+            self._later.append((own, compiled, answer))
+            own.execute(compiled.sql, compiled.params(values or {}))
+        return answer
+
+    def settle(self, *, failed: bool = False) -> None:
+        """Read the answers of ``later``'s statements (the pipeline has synced) and close their
+        cursors; after a failure, only close them."""
+        later, self._later = self._later, []
+        try:
+            for own, compiled, answer in [] if failed else later:
+                answer.take(own, compiled)
+        finally:
+            for own, _, _ in later:
+                own.close()
 
     def execute(self, prepared: Prepared, values: Mapping[str, Any] | None = None) -> int:
         """Run a statement; returns the number of rows it changed."""
         self.send(prepared, values)
-        if self._pipeline is not None:
-            self._pipeline.sync()
+        if self.pipeline is not None:
+            self.pipeline.sync()
         return int(self._cursor.rowcount)
 
     def send(self, prepared: Prepared, values: Mapping[str, Any] | None = None) -> None:
@@ -188,7 +256,7 @@ class Cursor:
 
     def executemany(self, prepared: Prepared, rows: Iterable[Mapping[str, Any]]) -> None:
         compiled = prepared.compiled(self.dialect)
-        if self._pipeline is not None:
+        if self.pipeline is not None:
             # Each sent without waiting, as psycopg's executemany would; not through it: in
             # pipeline mode it leaves results that the cursor's next query then reads as its own.
             for row in rows:
@@ -196,18 +264,16 @@ class Cursor:
             return
         self._cursor.executemany(compiled.sql, [compiled.params(r) for r in rows])
 
-    def _rows(self, compiled: Compiled) -> list[Sequence[Any]]:
-        """The rows of the statement just run, result processors applied (the fetch comes
-        first: in pipeline mode it is what brings the answer, its description included)."""
-        raw_rows = self._cursor.fetchall()
-        if compiled.results is None:
-            compiled.prepare_results(self._cursor.description)
-        return [compiled.row(raw) for raw in raw_rows]
-
     def _query(self, prepared: Prepared, values: Mapping[str, Any] | None) -> list[Sequence[Any]]:
         compiled = prepared.compiled(self.dialect)
-        self._cursor.execute(compiled.sql, compiled.params(values or {}))
-        return self._rows(compiled)
+        if self.pipeline is None:
+            self._cursor.execute(compiled.sql, compiled.params(values or {}))
+            return fetched(self._cursor, compiled)
+        # In a pipeline, on a cursor of its own: the answers of the statements this cursor sent
+        # before may come in while it sends this one, and the fetch would take one for its own.
+        with self._cursor.connection.cursor() as own:
+            own.execute(compiled.sql, compiled.params(values or {}))
+            return fetched(own, compiled)
 
     def all(
         self, prepared: Prepared, values: Mapping[str, Any] | None = None
@@ -237,19 +303,19 @@ class Cursor:
         if sql is None and len(rows) > 1 and hasattr(self._cursor, "results"):
             # psycopg: every row's INSERT sent at once (a pipeline), their RETURNING read after;
             # what this cursor sent before is answered first, so that its results are not read.
-            if self._pipeline is not None:
-                self._pipeline.sync()
+            if self.pipeline is not None:
+                self.pipeline.sync()
             params = [compiled.params(row) for row in rows]
             self._cursor.executemany(compiled.sql, params, returning=True)
             returned: list[Sequence[Any]] = []
             for _ in self._cursor.results():
-                returned.extend(self._rows(compiled))
+                returned.extend(fetched(self._cursor, compiled))
             return returned
         if sql is None:
             found = (self.first(prepared, row) for row in rows)
             return [row for row in found if row is not None]
         self._cursor.execute(sql, [value for row in rows for value in compiled.params(row)])
-        return self._rows(compiled)
+        return fetched(self._cursor, compiled)
 
     def raw(self, sql: str) -> None:
         """Run a fixed SQL text (BEGIN, a PRAGMA)."""

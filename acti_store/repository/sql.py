@@ -69,6 +69,7 @@ from .interface import (
     checked_update,
 )
 from .paging import agent_pages, export_stream, search_page
+from .recording import record_run, send_run, why_unrecorded
 from .search import count_statement, query_connection, search_statement
 from .statements import (
     ALL,
@@ -85,29 +86,23 @@ from .statements import (
     GET_ID,
     HISTORY,
     ID,
-    INSERT_EXECUTION,
     NAMES,
-    RECORD_RUN,
     STATS,
-    TRIM,
     agent_from_row,
     archived_from_rows,
     config_values,
     history_from_rows,
     insert_agents,
     metadata_values,
-    record_values,
     stats_from_rows,
 )
 from .transaction import run_transaction
 from .updating import apply_update, clone_config
-from .version_statements import bump_stats
 from .versions import (
     VersionMethods,
     checked_text,
     forget_versions,
     record_snapshot,
-    version_that_ran,
 )
 
 T = TypeVar("T")
@@ -390,24 +385,13 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         self, name: str, record: ExecutionRecord, *, version: int | None = None
     ) -> None:
         _require_storable(name)
-        bump = {
-            "name": name,
-            "succeeded": int(record.success),
-            "failed": int(not record.success),
-            "timestamp": record.timestamp,
-        }
-
-        def work(cursor: Cursor) -> None:
-            bumped = cursor.first(RECORD_RUN, bump)
-            if bumped is None:
-                raise AgentNotFoundError(name)
-            agent_id, current = bumped
-            ran = version_that_ran(name, current, version)
-            cursor.send(INSERT_EXECUTION, record_values(agent_id, name, record, ran))
-            bump_stats(cursor, agent_id, ran, record)
-            cursor.send(TRIM, {"agent_id": agent_id})
-
-        self._write(work)
+        if self._sqlite:
+            self._write(lambda cursor: record_run(cursor, name, record, version))
+        else:
+            recorded = self._write(lambda cursor: send_run(cursor, name, record, version))
+            while recorded is None or not recorded.rows:
+                self._read(lambda cursor: why_unrecorded(cursor, name, version))
+                recorded = self._write(lambda cursor: send_run(cursor, name, record, version))
         self._notify(name)
 
     def get_history(

@@ -147,12 +147,12 @@ _RECORD_KEYS: Final = (
 # Statements
 # --------------------------------------------------------------------------------------------------
 
-_by_name = agents.c.name == bindparam("name")
+BY_NAME: Final = agents.c.name == bindparam("name")
 _of_agent = executions.c.agent_id == bindparam("agent_id")
 
-GET: Final = Prepared(select(*AGENT_COLUMNS).where(_by_name))
-GET_FOR_UPDATE: Final = Prepared(select(*AGENT_COLUMNS).where(_by_name).with_for_update())
-GET_ID: Final = Prepared(select(agents.c.id).where(_by_name))
+GET: Final = Prepared(select(*AGENT_COLUMNS).where(BY_NAME))
+GET_FOR_UPDATE: Final = Prepared(select(*AGENT_COLUMNS).where(BY_NAME).with_for_update())
+GET_ID: Final = Prepared(select(agents.c.id).where(BY_NAME))
 #: PostgreSQL: the ids of those of a list of names that are taken (``= ANY`` of one array).
 IDS_BY_NAME: Final = Prepared(
     select(agents.c.id, agents.c.name).where(
@@ -219,38 +219,44 @@ SET_TOTAL: Final = Prepared(
     update(agents).where(agents.c.id == bindparam("agent_id")), columns=("total_executions",)
 )
 _timestamp = bindparam("timestamp", type_=UtcDateTime())
+#: An agent's counters moved by one run (parameters ``succeeded``, ``failed``, ``timestamp``).
+RUN_COUNTERS: Final = {
+    "execution_count": agents.c.execution_count + 1,
+    "total_executions": agents.c.total_executions + 1,
+    "success_count": agents.c.success_count + bindparam("succeeded", type_=Integer()),
+    "error_count": agents.c.error_count + bindparam("failed", type_=Integer()),
+    "last_executed_at": case(
+        (
+            or_(agents.c.last_executed_at.is_(None), agents.c.last_executed_at < _timestamp),
+            _timestamp,
+        ),
+        else_=agents.c.last_executed_at,
+    ),
+}
 #: Move an agent's counters for one run; returns its id (no row: no such agent).
 RECORD_RUN: Final = Prepared(
-    update(agents)
-    .where(_by_name)
-    .values(
-        execution_count=agents.c.execution_count + 1,
-        total_executions=agents.c.total_executions + 1,
-        success_count=agents.c.success_count + bindparam("succeeded", type_=Integer()),
-        error_count=agents.c.error_count + bindparam("failed", type_=Integer()),
-        last_executed_at=case(
-            (
-                or_(agents.c.last_executed_at.is_(None), agents.c.last_executed_at < _timestamp),
-                _timestamp,
-            ),
-            else_=agents.c.last_executed_at,
-        ),
-    )
-    .returning(agents.c.id, agents.c.version)
+    update(agents).where(BY_NAME).values(RUN_COUNTERS).returning(agents.c.id, agents.c.version)
 )
-#: Keep the newest HISTORY_MAX_RECORDS of one agent: flat cost on the (agent_id, id) index.
-TRIM: Final = Prepared(
-    delete(executions).where(
-        _of_agent,
-        executions.c.id
-        <= select(executions.c.id)
-        .where(executions.c.agent_id == bindparam("agent_id"))
-        .order_by(executions.c.id.desc())
-        .limit(1)
-        .offset(HISTORY_MAX_RECORDS)
-        .scalar_subquery(),
+
+
+def _trim(agent_id: Any) -> Prepared:
+    """Keep the newest HISTORY_MAX_RECORDS of one agent: flat cost on the (agent_id, id) index."""
+    return Prepared(
+        delete(executions).where(
+            executions.c.agent_id == agent_id,
+            executions.c.id
+            <= select(executions.c.id)
+            .where(executions.c.agent_id == agent_id)
+            .order_by(executions.c.id.desc())
+            .limit(1)
+            .offset(HISTORY_MAX_RECORDS)
+            .scalar_subquery(),
+        )
     )
-)
+
+
+TRIM: Final = _trim(bindparam("agent_id"))
+TRIM_BY_NAME: Final = _trim(select(agents.c.id).where(BY_NAME).scalar_subquery())
 
 #: A history row: the agent's lifetime total, then a record (all NULL when it has none).
 _HISTORY_COLUMNS: Final = (agents.c.total_executions, *EXECUTION_COLUMNS)
@@ -266,7 +272,7 @@ def _history_statement(errors_only: bool) -> Prepared:
     return Prepared(
         select(*_HISTORY_COLUMNS)
         .select_from(agents.outerjoin(executions, joined))
-        .where(_by_name)
+        .where(BY_NAME)
         .order_by(executions.c.id.desc())
         .limit(bindparam("limit", type_=Integer()))
     )

@@ -49,7 +49,8 @@ def run_transaction(
 
     A PostgreSQL write on psycopg (not its async driver) runs in pipeline mode, its BEGIN and
     COMMIT sent as statements: the transaction waits only for the answers ``work`` reads
-    (``Cursor``), then once for the rest and the COMMIT.
+    (``Cursor``), then once for the rest and the COMMIT; the answers of ``Cursor.later``
+    are read then.
     """
     sqlite = dialect.name == "sqlite"
     connection = connections.take()
@@ -62,9 +63,10 @@ def run_transaction(
     raw_cursor = connection.cursor()
     # SQLite's busy timeout belongs to the connection: put back before it is reused.
     restore = lock_wait is not None and sqlite
+    cursor = Cursor(raw_cursor, dialect)
     try:
         with driver.pipeline() if pipelined else nullcontext() as pipeline:
-            cursor = Cursor(raw_cursor, dialect, pipeline)
+            cursor.pipeline = pipeline
             if pipelined:
                 cursor.raw("BEGIN")
             if lock_wait is not None:  # SQLite: before its BEGIN; PostgreSQL: SET LOCAL
@@ -78,9 +80,11 @@ def run_transaction(
                 cursor.raw("COMMIT")  # answered with the rest when the pipeline ends
             elif begin is not None or not sqlite:  # else SQLite had no transaction open
                 connection.commit()
+        cursor.settle()
         if own_transaction:
             driver.autocommit = False
     except BaseException:
+        cursor.settle(failed=True)
         raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
         if restore:  # its busy timeout may still be the shorter one: not reused
             connections.discard(connection)

@@ -65,13 +65,12 @@ def apply_update(
         "where_id": row[ID],
         "where_version": version,
     }
-    changed = cursor.execute(update_statement(fields), values)
     # Exactly one row, always: the caller locked it (FOR UPDATE; on SQLite the write lock came
     # with BEGIN IMMEDIATE), so its version is still the one read above. The version condition
-    # stays in the UPDATE so that, were that ever not so, the write would fail here instead of
-    # overwriting a concurrent update.
-    if changed != 1:
-        raise AssertionError(f"update of locked agent {name!r} changed {changed} rows")
+    # stays in the UPDATE so that, were that ever not so, the write would fail instead of
+    # overwriting a concurrent update (on PostgreSQL the count is checked once the pipeline's
+    # answers are in; the snapshot of an unchanged row would already have failed on its key).
+    cursor.later(update_statement(fields), values, rowcount=1)
     if "tags" in fields:
         cursor.send(DELETE_TAGS, {"agent_id": row[ID]})
         if merged.tags:

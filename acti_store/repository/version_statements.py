@@ -19,10 +19,12 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     or_,
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 
 from ..models import AgentConfig, ExecutionRecord, ExecutionStats, trusted
@@ -245,43 +247,47 @@ BUMP_STATS: Final = Prepared(
         ),
     )
 )
-INSERT_STATS: Final = Prepared(
-    insert(stats_table),
-    columns=(
-        "agent_id",
-        "version",
-        "runs",
-        "successes",
-        "errors",
-        "duration_total",
-        "last_executed_at",
-    ),
+_STATS_KEYS: Final = (
+    "agent_id",
+    "version",
+    "runs",
+    "successes",
+    "errors",
+    "duration_total",
+    "last_executed_at",
 )
-_counted = postgresql_insert(stats_table).values(
-    agent_id=bindparam("agent_id"),
-    version=bindparam("version"),
-    runs=1,
-    successes=bindparam("succeeded", type_=Integer()),
-    errors=bindparam("failed", type_=Integer()),
-    duration_total=bindparam("duration"),
-    last_executed_at=_run_time,
-)
-#: ``BUMP_STATS`` and, for a version's first run, ``INSERT_STATS`` as one statement (PostgreSQL:
-#: sent without waiting for its answer in a pipelined write).
-UPSERT_STATS: Final = Prepared(
-    _counted.on_conflict_do_update(
+INSERT_STATS: Final = Prepared(insert(stats_table), columns=_STATS_KEYS)
+
+
+def count_run(agent_id: Any, version: Any) -> Insert:
+    """PostgreSQL: one run of ``version`` counted, its first inserting the version's row (the
+    parameters of ``BUMP_STATS``); the two may be columns of a statement it is part of."""
+    counted = postgresql_insert(stats_table).from_select(
+        list(_STATS_KEYS),
+        select(
+            agent_id,
+            version,
+            literal(1),
+            bindparam("succeeded", type_=Integer()),
+            bindparam("failed", type_=Integer()),
+            bindparam("duration", type_=stats_table.c.duration_total.type),
+            _run_time,
+        ),
+    )
+    return counted.on_conflict_do_update(
         index_elements=[stats_table.c.agent_id, stats_table.c.version],
         set_={
             "runs": stats_table.c.runs + 1,
-            "successes": stats_table.c.successes + _counted.excluded.successes,
-            "errors": stats_table.c.errors + _counted.excluded.errors,
-            "duration_total": stats_table.c.duration_total + _counted.excluded.duration_total,
+            "successes": stats_table.c.successes + counted.excluded.successes,
+            "errors": stats_table.c.errors + counted.excluded.errors,
+            "duration_total": stats_table.c.duration_total + counted.excluded.duration_total,
             "last_executed_at": func.greatest(
-                stats_table.c.last_executed_at, _counted.excluded.last_executed_at
+                stats_table.c.last_executed_at, counted.excluded.last_executed_at
             ),
         },
     )
-)
+
+
 STATS_BY_VERSION: Final = Prepared(
     select(
         stats_table.c.version,
@@ -364,7 +370,8 @@ def stats_from_rows(
 
 
 def bump_stats(cursor: Cursor, agent_id: int, version: int, record: ExecutionRecord) -> None:
-    """Count one run of ``version`` (in the run's transaction)."""
+    """Count one run of ``version`` (in the run's transaction; on PostgreSQL, ``count_run`` is
+    part of the run's one statement: ``recording``)."""
     success, duration, timestamp = record.success, record.duration_seconds, record.timestamp
     values = {
         "agent_id": agent_id,
@@ -374,9 +381,7 @@ def bump_stats(cursor: Cursor, agent_id: int, version: int, record: ExecutionRec
         "duration": duration,
         "timestamp": timestamp,
     }
-    if cursor.dialect.name == "postgresql":
-        cursor.send(UPSERT_STATS, values)
-    elif cursor.execute(BUMP_STATS, values) == 0:
+    if cursor.execute(BUMP_STATS, values) == 0:
         cursor.execute(
             INSERT_STATS,
             {

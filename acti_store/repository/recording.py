@@ -1,0 +1,109 @@
+"""One run recorded, in one write transaction: the agent's counters, the record, the counters of
+the version that ran and the 50-record FIFO trim.
+
+SQLite (``record_run``): the counters' UPDATE returns the agent's id and version, then the rest
+follows. PostgreSQL (``send_run``): one statement does all but the trim (``RECORD_AT_ONCE``, data-
+modifying CTEs) and the trim follows it in the same transaction, both sent at once: one round
+trip. The trim is a statement of its own because a CTE's statements share one snapshot: it
+would not see the record just inserted, nor one a concurrent run of the agent committed while
+this one waited for the row lock. When that statement changes nothing, ``why_unrecorded`` says
+why, from the agent's row as read after.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from sqlalchemy import Integer, String, bindparam, func, insert, or_, select, update
+
+from ..errors import AgentNotFoundError
+from ..models import ExecutionRecord
+from ..schema import agents, executions
+from ..sqlexec import Answer, Cursor, Prepared
+from .statements import (
+    BY_NAME,
+    EXECUTION_COLUMNS,
+    INSERT_EXECUTION,
+    RECORD_RUN,
+    RUN_COUNTERS,
+    TRIM,
+    TRIM_BY_NAME,
+    record_values,
+)
+from .version_statements import bump_stats, count_run
+from .versions import version_that_ran
+
+#: The largest version a run can be pinned to (the column is a 32-bit integer).
+_VERSION_MAX: Final = 2**31 - 1
+
+_VERSION: Final = Prepared(select(agents.c.version).where(BY_NAME))
+_pinned = bindparam("pinned", type_=Integer())  # the dialect casts it: typed when None
+#: The agent's counters moved, where the pinned version (if any) exists; its id and the version
+#: that ran.
+_bumped = (
+    update(agents)
+    .where(BY_NAME, or_(_pinned.is_(None), _pinned.between(1, agents.c.version)))
+    .values(RUN_COUNTERS)
+    .returning(agents.c.id, func.coalesce(_pinned, agents.c.version).label("ran"))
+    .cte("bumped")
+)
+_inserted = insert(executions).from_select(
+    ["agent_id", "agent_name", *(c.name for c in EXECUTION_COLUMNS), "agent_version"],
+    select(
+        _bumped.c.id,
+        bindparam("name", type_=String()),
+        *(bindparam(c.name, type_=c.type) for c in EXECUTION_COLUMNS),
+        _bumped.c.ran,
+    ),
+)
+#: PostgreSQL: a run counted for its agent and its version, and its record inserted; returns
+#: the agent's id (no row: nothing was recorded).
+RECORD_AT_ONCE: Final = Prepared(
+    select(_bumped.c.id).add_cte(
+        _inserted.cte("inserted"), count_run(_bumped.c.id, _bumped.c.ran).cte("counted")
+    )
+)
+
+
+def _counters(record: ExecutionRecord) -> dict[str, Any]:
+    return {
+        "succeeded": int(record.success),
+        "failed": int(not record.success),
+        "timestamp": record.timestamp,
+    }
+
+
+def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> None:
+    """Record a run of agent ``name`` (of version ``pinned``, else its current one); raises
+    ``AgentNotFoundError`` or ``VersionNotFoundError`` with nothing written."""
+    bumped = cursor.first(RECORD_RUN, _counters(record) | {"name": name})
+    if bumped is None:
+        raise AgentNotFoundError(name)
+    agent_id, current = bumped
+    ran = version_that_ran(name, current, pinned)
+    cursor.send(INSERT_EXECUTION, record_values(agent_id, name, record, ran))
+    bump_stats(cursor, agent_id, ran, record)
+    cursor.send(TRIM, {"agent_id": agent_id})
+
+
+def send_run(
+    cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None
+) -> Answer | None:
+    """PostgreSQL: ``record_run`` sent without waiting for an answer; the answer has a row when
+    the run was recorded. None (nothing sent) for a ``pinned`` that is no version number."""
+    if pinned is not None and (type(pinned) is not int or not 1 <= pinned <= _VERSION_MAX):
+        return None
+    values = record_values(0, name, record) | _counters(record)
+    values |= {"name": name, "pinned": pinned, "duration": record.duration_seconds}
+    answer = cursor.later(RECORD_AT_ONCE, values)
+    cursor.send(TRIM_BY_NAME, {"name": name})
+    return answer
+
+
+def why_unrecorded(cursor: Cursor, name: str, pinned: int | None) -> None:
+    """Raise what kept a run of ``name`` from being recorded, as the agent is now; returns when
+    nothing would (the pinned version was made meanwhile): try again."""
+    row = cursor.first(_VERSION, {"name": name})
+    if row is None:
+        raise AgentNotFoundError(name)
+    version_that_ran(name, row[0], pinned)
