@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -25,7 +25,16 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 Processor = Callable[[Any], Any]
+#: The fewest rows ``Cursor.executemany`` sends as one ``COPY``.
+COPY_MIN_ROWS: Final = 16
 _REQUIRED: Any = object()
+_INSERT_VALUES: Final = re.compile(
+    r"INSERT INTO (?P<table>\S+) \((?P<columns>[^)]*)\) VALUES \((?P<values>.*?)\)"
+    r"(?: RETURNING [^()]*)?",
+    re.S,
+)
+#: A parameter of the psycopg dialect's SQL, with its cast.
+_PLACEHOLDER: Final = re.compile(r"%\((\w+)\)s(?:::[A-Z ]+)?")
 _SINGLE_ROW_VALUES: Final = re.compile(
     r"(?P<head>INSERT INTO .*? VALUES )(?P<group>\((?:\?, )*\?\))(?P<tail>(?: RETURNING .*)?)", re.S
 )
@@ -46,6 +55,8 @@ class Compiled:
     results: tuple[tuple[int, Processor], ...] | None = None
     #: ``multirow`` SQL by row count.
     multirows: dict[int, str | None] = field(default_factory=dict)
+    #: ``copy_sql`` once derived ("": none).
+    copy: str | None = None
     #: The plan's names, and its bind processors by position (derived: ``__post_init__``).
     names: tuple[str, ...] = ()
     processors: tuple[tuple[int, Processor], ...] = ()
@@ -70,6 +81,13 @@ class Compiled:
 
         A required parameter missing from ``values`` raises ``KeyError``.
         """
+        processed = self.values(values)
+        if self.positional:
+            return processed
+        return dict(zip(self.names, processed, strict=True))
+
+    def values(self, values: Mapping[str, Any]) -> list[Any]:
+        """``params``, in the plan's order whatever the paramstyle."""
         try:
             processed = [values[name] for name in self.names]
         except KeyError:  # a parameter left to its default (or a required one missing)
@@ -78,9 +96,7 @@ class Compiled:
             value = processed[index]
             if value is not None:
                 processed[index] = process(value)
-        if self.positional:
-            return processed
-        return dict(zip(self.names, processed, strict=True))
+        return processed
 
     @staticmethod
     def _value(values: Mapping[str, Any], name: str, default: Any) -> Any:
@@ -100,6 +116,20 @@ class Compiled:
                 else match["head"] + ", ".join([match["group"]] * count) + match["tail"]
             )
         return self.multirows[count]
+
+    def copy_sql(self) -> str | None:
+        """This ``INSERT ... VALUES`` of one row as a ``COPY ... FROM STDIN`` of its columns, in
+        the plan's order (``values``); None for other statements and for values that are not
+        the plan's parameters one by one (literal ones, expressions)."""
+        if self.copy is None:
+            self.copy = ""
+            match = _INSERT_VALUES.fullmatch(self.sql)
+            if match is not None:
+                plain = [_PLACEHOLDER.fullmatch(v) for v in match["values"].split(", ")]
+                names = tuple(m[1] if m else None for m in plain)
+                if names == self.names == tuple(match["columns"].split(", ")):
+                    self.copy = f"COPY {match['table']} ({match['columns']}) FROM STDIN"
+        return self.copy or None
 
     def row(self, raw: Sequence[Any]) -> Sequence[Any]:
         """A result row with the result processors applied (``prepare_results`` first)."""
@@ -254,8 +284,17 @@ class Cursor:
         compiled = prepared.compiled(self.dialect)
         self._cursor.execute(compiled.sql, compiled.params(values or {}))
 
-    def executemany(self, prepared: Prepared, rows: Iterable[Mapping[str, Any]]) -> None:
+    def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Run a statement for each of ``rows`` (what it returns is dropped). A plain INSERT of
+        ``COPY_MIN_ROWS`` or more on psycopg outside a pipeline goes as one ``COPY``: the rows
+        stream in, with no statement per row (``COPY`` has no RETURNING: ids are not read)."""
         compiled = prepared.compiled(self.dialect)
+        copy = len(rows) >= COPY_MIN_ROWS and self.pipeline is None and compiled.copy_sql()
+        if copy and hasattr(self._cursor, "copy"):
+            with self._cursor.copy(copy) as stream:
+                for row in rows:
+                    stream.write_row(compiled.values(row))
+            return
         if self.pipeline is not None:
             # Each sent without waiting, as psycopg's executemany would; not through it: in
             # pipeline mode it leaves results that the cursor's next query then reads as its own.

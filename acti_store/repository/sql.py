@@ -185,6 +185,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         begin: str | None,
         lock_wait: float | None = None,
         autocommit: bool = False,
+        pipelined: bool = True,
     ) -> T:
         return run_transaction(
             self._connections,
@@ -194,6 +195,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
             lock_wait=lock_wait,
             lock_timeout=self._lock_timeout,
             autocommit=autocommit,
+            pipelined=pipelined,
         )
 
     def _read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
@@ -208,13 +210,18 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
                 raise
             raise error from exc
 
-    def _write(self, work: Callable[[Cursor], T], *, name: str | None = None) -> T:
+    def _write(
+        self, work: Callable[[Cursor], T], *, name: str | None = None, pipelined: bool = True
+    ) -> T:
         """Run ``work`` in one write transaction; retry on lock or serialization conflicts
-        until the lock timeout (``deadline.within_deadline``)."""
+        until the lock timeout (``deadline.within_deadline``); ``pipelined``: ``run_transaction``.
+        """
         if self.read_only:
             raise ReadOnlyStoreError(f"the store at {self.location} is open read-only: {READ_ONLY}")
         return within_deadline(
-            lambda wait: self._run(work, begin=self._begin_write, lock_wait=wait),
+            lambda wait: self._run(
+                work, begin=self._begin_write, lock_wait=wait, pipelined=pipelined
+            ),
             lock_timeout=self._lock_timeout,
             dbapi=self._dbapi,
             name=name,
@@ -451,7 +458,8 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
     def bulk_put_stream(
         self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
-        result = self._write(lambda cursor: put_all(cursor, items(), on_conflict))
+        # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
+        result = self._write(lambda cursor: put_all(cursor, items(), on_conflict), pipelined=False)
         written = [n for n, outcome in result.outcomes.items() if outcome != "skipped"]
         if not self._sqlite:
             refresh_statistics(self._engine, len(written))

@@ -35,6 +35,7 @@ def run_transaction(
     lock_wait: float | None,
     lock_timeout: float,
     autocommit: bool,
+    pipelined: bool = True,
 ) -> T:
     """Run ``work`` on a connection of ``connections``, committed if it returns, else rolled
     back; the connection is given back either way (or discarded, if it cannot be reused).
@@ -47,7 +48,8 @@ def run_transaction(
     ``autocommit`` (PostgreSQL reads): the driver sends no BEGIN of its own, so a read of one
     statement is one round trip, and a snapshot's ``begin`` is one ``BEGIN ...`` statement.
 
-    A PostgreSQL write on psycopg (not its async driver) runs in pipeline mode, its BEGIN and
+    A PostgreSQL write on psycopg (not its async driver) runs in pipeline mode unless not
+    ``pipelined`` (a bulk write: ``COPY`` is not allowed in a pipeline), its BEGIN and
     COMMIT sent as statements: the transaction waits only for the answers ``work`` reads
     (``Cursor``), then once for the rest and the COMMIT; the answers of ``Cursor.later``
     are read then.
@@ -56,7 +58,9 @@ def run_transaction(
     connection = connections.take()
     # SQLite's kept connections are the driver's own; a pool's are proxies of them.
     driver = connection if sqlite else connection.dbapi_connection
-    pipelined = not (sqlite or autocommit) and isinstance(driver, psycopg_connection())
+    pipelined = (
+        pipelined and not (sqlite or autocommit) and isinstance(driver, psycopg_connection())
+    )
     own_transaction = autocommit or pipelined
     if own_transaction:
         driver.autocommit = True
