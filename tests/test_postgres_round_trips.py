@@ -159,9 +159,10 @@ def test_a_write_waits_only_for_the_answers_it_needs(
         lambda: pg_repo.update("lead_qualifier", AgentUpdate(description="Qualifies leads, v2"))
     )
     assert (trips, sent) == (2, ["BEGIN", "SELECT", "UPDATE", "INSERT", "COMMIT"])
-    # BEGIN with the agent's INSERT (its id is needed), then its tags, snapshot and COMMIT.
+    # A create: the agent's INSERT, its tags and its snapshot (both find it by name) and
+    # COMMIT, all in one go.
     trips, sent = wire.during(lambda: pg_repo.create(make_config("other_agent")))
-    assert trips == 2 and sent[0] == "BEGIN" and sent[-1] == "COMMIT"
+    assert trips == 1 and sent[0] == "BEGIN" and sent[-1] == "COMMIT"
 
 
 def test_an_answer_read_with_the_commit_is_still_checked(pg_repo: SqlAgentRepository) -> None:

@@ -92,7 +92,6 @@ from .statements import (
     archived_from_rows,
     config_values,
     history_from_rows,
-    insert_agents,
     metadata_values,
     stats_from_rows,
 )
@@ -102,6 +101,7 @@ from .versions import (
     VersionMethods,
     checked_text,
     forget_versions,
+    insert_agent,
     record_snapshot,
 )
 
@@ -266,12 +266,11 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         values = config_values(config) | metadata_values(meta, 0)
         agent = trusted(Agent, **dict(config), metadata=meta)
 
-        def work(cursor: Cursor) -> None:
-            # A taken name fails the INSERT on the unique constraint: AgentExistsError.
-            agent_id = insert_agents(cursor, [values])[config.name]
-            record_snapshot(cursor, agent_id, agent, message, self.keep_versions)
-
-        self._write(work, name=config.name)
+        # A taken name fails the INSERT on the unique constraint: AgentExistsError.
+        self._write(
+            lambda cursor: insert_agent(cursor, values, agent, message, self.keep_versions),
+            name=config.name,
+        )
         self._notify(config.name)
         return agent
 
@@ -344,10 +343,10 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
                 raise AgentExistsError(new_name)
             now = self.now()
             meta = AgentMetadata(created_at=now, updated_at=now)
-            ids = insert_agents(cursor, [config_values(config) | metadata_values(meta, 0)])
+            values = config_values(config) | metadata_values(meta, 0)
             clone = trusted(Agent, **dict(config), metadata=meta)
             message = clone_message(source_name, source.metadata.version)
-            record_snapshot(cursor, ids[new_name], clone, message, self.keep_versions)
+            insert_agent(cursor, values, clone, message, self.keep_versions)
             return clone
 
         agent = self._write(work, name=new_name)

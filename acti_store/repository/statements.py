@@ -176,7 +176,7 @@ FIRST_BY_STRATUM: Final = Prepared(
     .order_by(agents.c.name)
 )
 #: Run for one row or many at once (``Cursor.insert_rows``): the name maps returned ids back.
-_INSERT_AGENT: Final = Prepared(
+INSERT_AGENT: Final = Prepared(
     insert(agents).returning(agents.c.id, agents.c.name), columns=_CONFIG_KEYS + _METADATA_KEYS
 )
 _UPDATES: dict[frozenset[str], Prepared] = {}
@@ -483,7 +483,7 @@ def record_values(
 def insert_agents(cursor: Cursor, rows: list[dict[str, Any]]) -> dict[str, int]:
     """Insert agent rows (one statement where the driver allows) and their tags; their ids by
     name."""
-    ids = {name: agent_id for agent_id, name in cursor.insert_rows(_INSERT_AGENT, rows)}
+    ids = {name: agent_id for agent_id, name in cursor.insert_rows(INSERT_AGENT, rows)}
     tags = [
         {"agent_id": ids[values["name"]], "tag": tag} for values in rows for tag in values["tags"]
     ]

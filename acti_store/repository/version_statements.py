@@ -26,6 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.sql.elements import ColumnElement
 
 from ..models import AgentConfig, ExecutionRecord, ExecutionStats, trusted
 from ..schema import (
@@ -68,25 +69,34 @@ _of_agent = agent_versions.c.agent_id == bindparam("agent_id")
 _newest_first = agent_versions.c.version.desc()
 
 INSERT_VERSION: Final = Prepared(insert(agent_versions), columns=_SNAPSHOT_KEYS)
-#: The snapshot of an agent row as its write left it, copied by the database (the configuration
-#: is not sent again): its version, made at its ``updated_at``, with ``message``.
-SNAPSHOT_ROW: Final = Prepared(
-    insert(agent_versions).from_select(
-        list(_SNAPSHOT_KEYS),
-        select(
-            agents.c.id,
-            agents.c.version,
-            agents.c.description,
-            agents.c.system_prompt,
-            agents.c.tools,
-            agents.c.model,
-            agents.c.stratum,
-            agents.c.tags,
-            agents.c.updated_at,
-            bindparam("message", type_=Text()),
-        ).where(agents.c.id == bindparam("agent_id")),
+
+
+def _snapshot_of(agent: ColumnElement[bool]) -> Prepared:
+    """The snapshot of the agent row ``agent`` selects, as its write left it, copied by the
+    database (the configuration is not sent again): its version, made at its ``updated_at``,
+    with ``message``."""
+    return Prepared(
+        insert(agent_versions).from_select(
+            list(_SNAPSHOT_KEYS),
+            select(
+                agents.c.id,
+                agents.c.version,
+                agents.c.description,
+                agents.c.system_prompt,
+                agents.c.tools,
+                agents.c.model,
+                agents.c.stratum,
+                agents.c.tags,
+                agents.c.updated_at,
+                bindparam("message", type_=Text()),
+            ).where(agent),
+        )
     )
-)
+
+
+SNAPSHOT_ROW: Final = _snapshot_of(agents.c.id == bindparam("agent_id"))
+#: The same, of the agent named ``name`` (a statement sent before its id is known).
+SNAPSHOT_OF_NAMED: Final = _snapshot_of(agents.c.name == bindparam("name"))
 VERSIONS: Final = Prepared(select(*_VERSION_COLUMNS).where(_of_agent).order_by(_newest_first))
 VERSIONS_LIMITED: Final = Prepared(
     select(*_VERSION_COLUMNS)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
+
+from sqlalchemy import String, bindparam, insert, select
 
 from ..errors import (
     AgentNotFoundError,
@@ -29,6 +31,7 @@ from ..models import (
     is_valid_name,
     trusted,
 )
+from ..schema import agent_tags, agents
 from ..sqlexec import Cursor, Prepared
 from ..versioning import (
     IMPORT_MESSAGE,
@@ -42,7 +45,15 @@ from ..versioning import (
     is_valid_label,
     rollback_message,
 )
-from .statements import GET, GET_FOR_UPDATE, ID, agent_from_row
+from .statements import (
+    BY_NAME,
+    GET,
+    GET_FOR_UPDATE,
+    ID,
+    INSERT_AGENT,
+    agent_from_row,
+    insert_agents,
+)
 from .updating import apply_update
 from .version_statements import (
     ARCHIVE_MOVES,
@@ -62,6 +73,7 @@ from .version_statements import (
     MOVES,
     PRUNE,
     RETAINED_BY_VERSION,
+    SNAPSHOT_OF_NAMED,
     SNAPSHOT_ROW,
     STATS_BY_VERSION,
     VERSION,
@@ -110,6 +122,31 @@ def record_snapshot(
     cursor.send(SNAPSHOT_ROW, {"agent_id": agent_id, "message": message})
     if keep_versions is not None:
         cursor.send(PRUNE, {"agent_id": agent_id, "current": version, "keep": keep_versions})
+
+
+#: A tag of the agent named ``name`` (a statement sent before its id is known).
+_TAG_OF_NAMED: Final = Prepared(
+    insert(agent_tags).from_select(
+        ["agent_id", "tag"], select(agents.c.id, bindparam("tag", type_=String())).where(BY_NAME)
+    )
+)
+
+
+def insert_agent(
+    cursor: Cursor, values: dict[str, Any], agent: Agent, message: str | None, keep: int | None
+) -> None:
+    """Insert a new agent's row (``values``), its tags and the snapshot of its first version (a
+    taken name fails the INSERT on the unique constraint). In a pipeline (PostgreSQL) the tags
+    and the snapshot find the row by name, so nothing waits for its id: one round trip (and a
+    first version leaves nothing to prune)."""
+    if cursor.pipeline is None:
+        agent_id = insert_agents(cursor, [values])[agent.name]
+        record_snapshot(cursor, agent_id, agent, message, keep)
+        return
+    cursor.send(INSERT_AGENT, values)
+    if agent.tags:
+        cursor.executemany(_TAG_OF_NAMED, [{"name": agent.name, "tag": t} for t in agent.tags])
+    cursor.send(SNAPSHOT_OF_NAMED, {"name": agent.name, "message": message})
 
 
 def imported_rows(agent: Agent, log: VersionLog | None) -> list[tuple[Prepared, dict[str, Any]]]:
