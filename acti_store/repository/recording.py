@@ -14,27 +14,58 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sqlalchemy import Integer, String, bindparam, func, insert, or_, select, update
+from sqlalchemy import Integer, String, bindparam, case, delete, func, insert, or_, select, update
 
 from ..errors import AgentNotFoundError
-from ..models import ExecutionRecord
-from ..schema import agents, executions
+from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
+from ..schema import UtcDateTime, agents, executions
 from ..sqlexec import Answer, Cursor, Prepared
-from .statements import (
-    BY_NAME,
-    EXECUTION_COLUMNS,
-    INSERT_EXECUTION,
-    RECORD_RUN,
-    RUN_COUNTERS,
-    TRIM,
-    TRIM_BY_NAME,
-    record_values,
-)
+from .statements import BY_NAME, EXECUTION_COLUMNS, INSERT_EXECUTION, record_values
 from .version_statements import bump_stats, count_run
 from .versions import version_that_ran
 
 #: The largest version a run can be pinned to (the column is a 32-bit integer).
 _VERSION_MAX: Final = 2**31 - 1
+
+_timestamp = bindparam("timestamp", type_=UtcDateTime())
+#: An agent's counters moved by one run (parameters ``succeeded``, ``failed``, ``timestamp``).
+RUN_COUNTERS: Final = {
+    "execution_count": agents.c.execution_count + 1,
+    "total_executions": agents.c.total_executions + 1,
+    "success_count": agents.c.success_count + bindparam("succeeded", type_=Integer()),
+    "error_count": agents.c.error_count + bindparam("failed", type_=Integer()),
+    "last_executed_at": case(
+        (
+            or_(agents.c.last_executed_at.is_(None), agents.c.last_executed_at < _timestamp),
+            _timestamp,
+        ),
+        else_=agents.c.last_executed_at,
+    ),
+}
+#: Move an agent's counters for one run; returns its id (no row: no such agent).
+RECORD_RUN: Final = Prepared(
+    update(agents).where(BY_NAME).values(RUN_COUNTERS).returning(agents.c.id, agents.c.version)
+)
+
+
+def _trim(agent_id: Any) -> Prepared:
+    """Keep the newest HISTORY_MAX_RECORDS of one agent: flat cost on the (agent_id, id) index."""
+    return Prepared(
+        delete(executions).where(
+            executions.c.agent_id == agent_id,
+            executions.c.id
+            <= select(executions.c.id)
+            .where(executions.c.agent_id == agent_id)
+            .order_by(executions.c.id.desc())
+            .limit(1)
+            .offset(HISTORY_MAX_RECORDS)
+            .scalar_subquery(),
+        )
+    )
+
+
+TRIM: Final = _trim(bindparam("agent_id"))
+TRIM_BY_NAME: Final = _trim(select(agents.c.id).where(BY_NAME).scalar_subquery())
 
 _VERSION: Final = Prepared(select(agents.c.version).where(BY_NAME))
 _pinned = bindparam("pinned", type_=Integer())  # the dialect casts it: typed when None
