@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from functools import cache
 from typing import Any, TypeVar
 
@@ -24,6 +24,21 @@ def psycopg_connection() -> type[Any]:
     except ImportError:
         return type("NoPsycopg", (), {})
     return Connection
+
+
+@contextmanager
+def _pipeline(driver: Any) -> Iterator[Any]:
+    """psycopg's pipeline mode on ``driver``. A failure inside it (a statement's error comes
+    back while later ones are sent) is raised as it is, the aborted pipeline synced here first:
+    left to psycopg's exit, that sync's own error ("pipeline aborted") would be logged as a
+    warning, which a host without logging set up prints on stderr."""
+    with driver.pipeline() as pipeline:
+        try:
+            yield pipeline
+        except BaseException:
+            with suppress(Exception):
+                pipeline.sync()
+            raise
 
 
 def run_transaction(
@@ -69,7 +84,7 @@ def run_transaction(
     restore = lock_wait is not None and sqlite
     cursor = Cursor(raw_cursor, dialect)
     try:
-        with driver.pipeline() if pipelined else nullcontext() as pipeline:
+        with _pipeline(driver) if pipelined else nullcontext() as pipeline:
             cursor.pipeline = pipeline
             if pipelined:
                 cursor.raw("BEGIN")
