@@ -166,10 +166,8 @@ class Answer:
             self.rows = fetched(cursor, compiled)
         self.rowcount = int(cursor.rowcount)
         if self.expected is not None and self.rowcount != self.expected:
-            raise AssertionError(
-                f"{compiled.sql.split(maxsplit=3)[:3]} changed {self.rowcount} rows, "
-                f"not {self.expected}"
-            )
+            what = " ".join(compiled.sql.split()[:3])
+            raise AssertionError(f"{what} ... changed {self.rowcount} rows, not {self.expected}")
 
 
 class Prepared:

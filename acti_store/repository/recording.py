@@ -117,13 +117,14 @@ def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int |
     cursor.send(TRIM, {"agent_id": agent_id})
 
 
-def send_run(
-    cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None
-) -> Answer | None:
-    """PostgreSQL: ``record_run`` sent without waiting for an answer; the answer has a row when
-    the run was recorded. None (nothing sent) for a ``pinned`` that is no version number."""
-    if pinned is not None and (type(pinned) is not int or not 1 <= pinned <= _VERSION_MAX):
-        return None
+def could_run(pinned: int | None) -> bool:
+    """Whether ``pinned`` may be a version of some agent (or is None): ``send_run`` takes it."""
+    return pinned is None or (type(pinned) is int and 1 <= pinned <= _VERSION_MAX)
+
+
+def send_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> Answer:
+    """PostgreSQL: ``record_run`` sent without waiting for an answer (``pinned``: ``could_run``);
+    the answer has a row when the run was recorded."""
     values = record_values(0, name, record) | _counters(record)
     values |= {"name": name, "pinned": pinned, "duration": record.duration_seconds}
     answer = cursor.later(RECORD_AT_ONCE, values)

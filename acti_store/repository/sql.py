@@ -69,7 +69,7 @@ from .interface import (
     checked_update,
 )
 from .paging import agent_pages, export_stream, search_page
-from .recording import record_run, send_run, why_unrecorded
+from .recording import could_run, record_run, send_run, why_unrecorded
 from .search import count_statement, query_connection, search_statement
 from .statements import (
     ALL,
@@ -394,10 +394,11 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         if self._sqlite:
             self._write(lambda cursor: record_run(cursor, name, record, version))
         else:
-            recorded = self._write(lambda cursor: send_run(cursor, name, record, version))
-            while recorded is None or not recorded.rows:
+            while (
+                not could_run(version)
+                or not self._write(lambda cursor: send_run(cursor, name, record, version)).rows
+            ):  # nothing recorded: raises why, unless a pinned version was made meanwhile
                 self._read(lambda cursor: why_unrecorded(cursor, name, version))
-                recorded = self._write(lambda cursor: send_run(cursor, name, record, version))
         self._notify(name)
 
     def get_history(
