@@ -227,12 +227,16 @@ class Cursor:
     one whose answers can all wait for the commit (``later``) costs one.
     """
 
-    __slots__ = ("_cursor", "_later", "dialect", "pipeline")
+    __slots__ = ("_cursor", "_later", "dialect", "driver", "pipeline")
 
-    def __init__(self, cursor: Any, dialect: Dialect, pipeline: Any = None) -> None:
+    def __init__(
+        self, cursor: Any, dialect: Dialect, pipeline: Any = None, driver: Any = None
+    ) -> None:
         self._cursor = cursor
         self.dialect = dialect
         self.pipeline = pipeline
+        #: The driver's own connection (``all(prepare=False)`` sets psycopg's prepare threshold).
+        self.driver = driver
         self._later: list[tuple[Any, Compiled, Answer]] = []
 
     def later(
@@ -301,10 +305,19 @@ class Cursor:
             return
         self._cursor.executemany(compiled.sql, [compiled.params(r) for r in rows])
 
-    def _query(self, prepared: Prepared, values: Mapping[str, Any] | None) -> list[Sequence[Any]]:
+    def _query(
+        self, prepared: Prepared, values: Mapping[str, Any] | None, prepare: bool = True
+    ) -> list[Sequence[Any]]:
         compiled = prepared.compiled(self.dialect)
         if self.pipeline is None:
-            self._cursor.execute(compiled.sql, compiled.params(values or {}))
+            threshold = getattr(self.driver, "prepare_threshold", None)
+            if not prepare and threshold is not None:  # psycopg's, sync or async
+                self.driver.prepare_threshold = None
+            try:
+                self._cursor.execute(compiled.sql, compiled.params(values or {}))
+            finally:
+                if not prepare and threshold is not None:
+                    self.driver.prepare_threshold = threshold
             return fetched(self._cursor, compiled)
         # In a pipeline, on a cursor of its own: the answers of the statements this cursor sent
         # before may come in while it sends this one, and the fetch would take one for its own.
@@ -313,9 +326,11 @@ class Cursor:
             return fetched(own, compiled)
 
     def all(
-        self, prepared: Prepared, values: Mapping[str, Any] | None = None
+        self, prepared: Prepared, values: Mapping[str, Any] | None = None, *, prepare: bool = True
     ) -> list[Sequence[Any]]:
-        return self._query(prepared, values)
+        """Every row; ``prepare=False``: never a server-side prepared statement (psycopg would
+        prepare it after a few runs, and then plan it without its values)."""
+        return self._query(prepared, values, prepare)
 
     def first(
         self, prepared: Prepared, values: Mapping[str, Any] | None = None

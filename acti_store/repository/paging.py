@@ -14,16 +14,14 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 
 from ..dberrors import translate_errors
-from ..engine import POSTGRES_BEGIN_SNAPSHOT
 from ..models import Agent, ExecutionHistory, SearchQuery
 from ..sqlexec import Connections, Cursor, roll_back
 from .cursor import SortKey, encode_cursor
 from .interface import SearchPage
-from .search import page_statements
+from .search import page_rows
 from .statements import AGENTS_PAGE, NAME, agent_from_row, export_page
 
 T = TypeVar("T")
@@ -84,20 +82,15 @@ def _agents_page(cursor: Cursor, values: dict[str, Any]) -> list[Any]:
 
 
 def search_page(
-    conn: Connection, query: SearchQuery, after: SortKey | None, *, sqlite: bool
+    cursor: Cursor, query: SearchQuery, after: SortKey | None, *, sqlite: bool
 ) -> SearchPage:
-    """The page of ``query`` after the sort key ``after`` (None: the first page), on ``conn``.
+    """The page of ``query`` after the sort key ``after`` (None: the first page), on ``cursor``.
 
-    ``total`` is counted as ``repo.count`` counts. The text probe (SQLite), the count and the
-    page are read from one snapshot: SQLite's read transaction on ``conn``, REPEATABLE READ on
-    PostgreSQL. One row more than the page is read: the next cursor is given only when another
-    page follows.
+    ``total`` is counted as ``repo.count`` counts. Run it in one read transaction: the text
+    probe (SQLite), the count and the page are read from one snapshot. One row more than the
+    page is read: the next cursor is given only when another page follows.
     """
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql(POSTGRES_BEGIN_SNAPSHOT)  # the transaction's first statement
-    count, page = page_statements(conn, query, after, sqlite=sqlite)
-    total = int(conn.execute(count).scalar_one())
-    rows = conn.execute(page).all()
+    total, rows = page_rows(cursor, query, after, sqlite=sqlite)
     agents = [agent_from_row(row) for row in rows[: query.limit]]
     more = len(rows) > query.limit
     return SearchPage(

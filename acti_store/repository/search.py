@@ -10,19 +10,26 @@ tested with ``EXISTS`` per row.
 Text: every word must be a case-insensitive substring of the name or the description.
 PostgreSQL: ``LIKE`` on ``lower()``, served by the pg_trgm indexes (revision 0003). SQLite: the
 FTS5 trigram index ``agents_fts`` (revision 0003), fed through the log ``agents_fts_log``
-(revision 0004); see ``_text_conditions``.
+(revision 0004); see ``_text_values``.
+
+A search runs on the repository's fast path (``sqlexec``): its statement holds only parameters,
+so it is built and compiled once per *shape* (the sort, which filters are set and how many
+values each has: ``_Shape``) and then only its values change. PostgreSQL runs it unprepared
+(``Cursor.all(prepare=False)``): a prepared statement soon runs a generic plan, one made without
+its values, and a substring's pattern is what decides a search's plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from sqlalchemy import (
-    Connection,
-    Engine,
+    Integer,
+    String,
     and_,
+    bindparam,
     column,
     exists,
     func,
@@ -37,6 +44,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ..models import SearchQuery, escape_like
 from ..schema import agent_tags, agents, masks_containing
+from ..sqlexec import Cursor, Prepared
 from .cursor import SortKey
 from .statements import AGENT_COLUMNS
 
@@ -44,6 +52,8 @@ from .statements import AGENT_COLUMNS
 FTS_MIN_WORD: Final = 3
 #: How many index matches a search collects before it treats its words as common.
 FTS_PROBE_CAP: Final = 1000
+#: Shapes whose statements are kept (the cache starts over past it: a bound, not a policy).
+_SHAPES_KEPT: Final = 512
 
 # The SQLite text index, as Alembic revisions 0003 and 0004 left it (migrations/versions/).
 # 0003_search made ``agents_fts``, an FTS5 trigram index of the agents' name and description.
@@ -58,9 +68,11 @@ _FTS_LOGGED: Final[Select[tuple[Any]]] = select(column("agent_id")).select_from(
     table("agents_fts_log")
 )
 #: Agents outside the log whose indexed text matches a MATCH expression, up to the cap.
-_FTS_PROBE: Final = text(
-    "SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query "
-    f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
+_FTS_PROBE: Final = Prepared(
+    text(
+        "SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query "
+        f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
+    )
 )
 
 #: Each sort but the name's: its column, which orders descending, ties broken by name ascending.
@@ -73,118 +85,226 @@ _SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
     "name": (agents.c.name.asc(),),
     **{sort: (col.desc(), agents.c.name.asc()) for sort, col in _SORT_COLUMNS.items()},
 }
+_LIMIT: Final = bindparam("limit", type_=Integer())
 
 
-@contextmanager
-def query_connection(engine: Engine, *, statements: int = 1) -> Iterator[Connection]:
-    """A Core connection for a search. SQLite: one read transaction (the text probe and the
-    query see one snapshot). PostgreSQL: with ``statements == 1`` it runs in autocommit (no
-    BEGIN and ROLLBACK round trips); several statements run in a transaction that ends in
-    COMMIT, since psycopg answers a ROLLBACK by dropping its prepared statements.
-    Searches are never prepared there: a prepared statement soon runs a generic plan, one made
-    without its values, and a substring's pattern is what decides a search's plan."""
-    if engine.dialect.name == "sqlite":
-        with engine.connect() as conn:
-            yield conn
-        return
-    options = {"isolation_level": "AUTOCOMMIT"} if statements == 1 else {}
-    with engine.connect().execution_options(**options) as conn:
-        driver: Any = conn.connection.driver_connection
-        threshold = driver.prepare_threshold
-        driver.prepare_threshold = None
-        try:
-            yield conn
-            if statements > 1:
-                conn.commit()
-        finally:
-            driver.prepare_threshold = threshold
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a search's statement depends on, its values aside: which filters are set and how
+    many values each has. ``_bound`` makes it with the values, named as ``_condition`` binds
+    them: ``mask_<i>``, ``tag_<i>``, ``word_<i>``, ``id_<i>``, ``logged_<i>``."""
+
+    stratum: bool = False
+    masks: int = 0
+    tags: int = 0
+    created_after: bool = False
+    created_before: bool = False
+    min_executions: bool = False
+    #: Words every row is tested for (``LIKE``).
+    words: int = 0
+    #: SQLite, a selective probe: how many ids it found (None: no id list), and the words the
+    #: agents changed since the index took in its log are tested for.
+    ids: int | None = None
+    logged: int = 0
 
 
-def search_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> Select[Any]:
-    """The SELECT of ``AGENT_COLUMNS`` that answers ``query``: filters combined with AND, rows in
-    the sort's order, at most ``limit``. On SQLite a text query first probes the text index on
-    ``conn``: run the statement on the same connection and transaction (one snapshot)."""
-    condition = _condition(query, _text(conn, query, sqlite=sqlite), _ordered_filter(sqlite))
-    return (
-        select(*AGENT_COLUMNS).where(condition).order_by(*_SORTS[query.sort_by]).limit(query.limit)
-    )
+def needs_snapshot(query: SearchQuery, *, sqlite: bool) -> bool:
+    """Whether a search of ``query`` reads more than one statement (SQLite's text probe, then
+    the query): they must see one snapshot (``_read(snapshot=True)``)."""
+    return sqlite and any(len(word) >= FTS_MIN_WORD for word in (query.query or "").split())
 
 
-def count_statement(conn: Connection, query: SearchQuery, *, sqlite: bool) -> Select[Any]:
-    """The SELECT of how many agents match ``query``'s filters (its sort and limit aside).
+def search_rows(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> list[Sequence[Any]]:
+    """The rows (``AGENT_COLUMNS``) that answer ``query``: filters combined with AND, in the
+    sort's order, at most ``limit``. SQLite's text probe runs first on ``cursor``."""
+    shape, values = _bound(cursor, query, sqlite=sqlite)
+    key = ("search", sqlite, query.sort_by, shape)
+    prepared = _cached(key, lambda: _ordered(shape, query.sort_by, sqlite).limit(_LIMIT))
+    return cursor.all(prepared, values | {"limit": query.limit}, prepare=False)
 
-    No order to walk here: the filters may use their indexes on either engine. Same snapshot
-    rule as ``search_statement``."""
-    return _count(query, _text(conn, query, sqlite=sqlite))
+
+def count_matches(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> int:
+    """How many agents match ``query``'s filters (its sort and limit aside). No order to walk
+    here: the filters may use their indexes on either engine."""
+    shape, values = _bound(cursor, query, sqlite=sqlite)
+    return _count(cursor, shape, values, sqlite)
 
 
-def page_statements(
-    conn: Connection, query: SearchQuery, after: SortKey | None, *, sqlite: bool
-) -> tuple[Select[Any], Select[Any]]:
-    """For ``search_page``: the count of every match (``count_statement``'s), and the page of
+def page_rows(
+    cursor: Cursor, query: SearchQuery, after: SortKey | None, *, sqlite: bool
+) -> tuple[int, list[Sequence[Any]]]:
+    """For ``search_page``: the count of every match (``count_matches``'), and the page of
     ``query.limit`` + 1 matches after the sort key ``after`` (the extra row says whether another
-    page follows), in the sort's order. One text probe serves both (same snapshot rule as
-    ``search_statement``)."""
-    text_conditions = _text(conn, query, sqlite=sqlite)
-    condition = _condition(query, text_conditions, _ordered_filter(sqlite))
-    page = select(*AGENT_COLUMNS).where(condition)
+    page follows), in the sort's order. One text probe serves both (run them in one snapshot)."""
+    shape, values = _bound(cursor, query, sqlite=sqlite)
+    total = _count(cursor, shape, values, sqlite)
+    sort = query.sort_by
+    key = ("page", sqlite, sort, shape, after is not None)
+
+    def statement() -> Select[Any]:
+        page = _ordered(shape, sort, sqlite)
+        return (page if after is None else page.where(_after(sort))).limit(_LIMIT)
+
+    values |= {"limit": query.limit + 1}
     if after is not None:
-        page = page.where(_after(query.sort_by, after))
-    ordered = page.order_by(*_SORTS[query.sort_by]).limit(query.limit + 1)
-    return _count(query, text_conditions), ordered
+        values |= {"after_value": after.value, "after_name": after.name}
+    return total, cursor.all(_cached(key, statement), values, prepare=False)
 
 
-def _after(sort_by: str, key: SortKey) -> ColumnElement[bool]:
-    """The rows that come after ``key`` in the order of ``sort_by`` (keyset pagination).
+def _count(cursor: Cursor, shape: _Shape, values: dict[str, Any], sqlite: bool) -> int:
+    def statement() -> Select[Any]:
+        condition = _condition(shape, _indexed_column)
+        return select(func.count()).select_from(agents).where(condition)
+
+    rows = cursor.all(_cached(("count", sqlite, shape), statement), values, prepare=False)
+    return int(rows[0][0])
+
+
+_statements: dict[tuple[Any, ...], Prepared] = {}
+
+
+def _cached(key: tuple[Any, ...], statement: Callable[[], Any]) -> Prepared:
+    """The statement of ``key``, built by ``statement`` the first time."""
+    found = _statements.get(key)
+    if found is None:
+        if len(_statements) >= _SHAPES_KEPT:
+            _statements.clear()
+        found = _statements[key] = Prepared(statement())
+    return found
+
+
+def _ordered(shape: _Shape, sort_by: str, sqlite: bool) -> Select[Any]:
+    """The agents of ``shape``'s filters, in the order of ``sort_by`` (no limit yet)."""
+    condition = _condition(shape, _filter_column if sqlite else _indexed_column)
+    return select(*AGENT_COLUMNS).where(condition).order_by(*_SORTS[sort_by])
+
+
+def _after(sort_by: str) -> ColumnElement[bool]:
+    """The rows that come after the sort key ``after_value``, ``after_name`` in the order of
+    ``sort_by`` (keyset pagination).
 
     ``value <= v AND (value < v OR name > n)`` rather than just the OR: the first term is a
     range on the sort's index, which both planners use.
     """
+    name = bindparam("after_name", type_=String())
     if sort_by == "name":
-        return agents.c.name > key.name
-    column = _SORT_COLUMNS[sort_by]
-    return and_(column <= key.value, or_(column < key.value, agents.c.name > key.name))
+        return agents.c.name > name
+    col = _SORT_COLUMNS[sort_by]
+    value = bindparam("after_value", type_=col.type)
+    return and_(col <= value, or_(col < value, agents.c.name > name))
 
 
-def _count(query: SearchQuery, text_conditions: list[ColumnElement[bool]]) -> Select[Any]:
-    """How many agents match: the filters read through their indexes (no order to walk)."""
-    condition = _condition(query, text_conditions, _indexed_column)
-    return select(func.count()).select_from(agents).where(condition)
+def _bound(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> tuple[_Shape, dict[str, Any]]:
+    """``query``'s shape and the values of its parameters: the one place a query's filters
+    become values (``_condition`` makes the SQL of the same names). SQLite's text probe runs
+    on ``cursor``."""
+    values: dict[str, Any] = {}
+    if query.stratum is not None:
+        values["stratum"] = query.stratum
+    masks = masks_containing(query.tools) if query.tools else []
+    tags = query.tags or []
+    values |= _numbered("mask", masks) | _numbered("tag", tags)
+    for bound in ("created_after", "created_before", "min_executions"):
+        if (value := getattr(query, bound)) is not None:
+            values[bound] = value
+    words, ids, logged = _text_values(cursor, query.query, sqlite=sqlite)
+    values |= _numbered("word", words) | _numbered("logged", logged)
+    if ids is not None:
+        values |= _numbered("id", ids)
+    shape = _Shape(
+        stratum=query.stratum is not None,
+        masks=len(masks),
+        tags=len(tags),
+        created_after=query.created_after is not None,
+        created_before=query.created_before is not None,
+        min_executions=query.min_executions is not None,
+        words=len(words),
+        ids=None if ids is None else len(ids),
+        logged=len(logged),
+    )
+    return shape, values
 
 
-def _ordered_filter(sqlite: bool) -> Callable[[ColumnElement[Any]], ColumnElement[Any]]:
-    """How a read in the sort's order reads a filter's column (see the module's docstring)."""
-    return _filter_column if sqlite else _indexed_column
+def _numbered(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
+    return {f"{prefix}_{i}": value for i, value in enumerate(values)}
 
 
-def _text(conn: Connection, query: SearchQuery, *, sqlite: bool) -> list[ColumnElement[bool]]:
-    """The conditions of ``query``'s text (probing SQLite's text index on ``conn``)."""
-    return _text_conditions(conn, query.query, sqlite=sqlite) if query.query else []
+def _text_values(
+    cursor: Cursor, query: str | None, *, sqlite: bool
+) -> tuple[list[str], list[int] | None, list[str]]:
+    """The ``LIKE`` patterns of ``query``'s words every row is tested for; on SQLite, a
+    selective probe's ids and the patterns the agents in the log are tested for instead.
+
+    Every word must be a case-insensitive substring of the name or the description. SQLite: the
+    trigram index is probed for the words of three characters or more, up to ``FTS_PROBE_CAP``
+    matches among the agents outside the log. Fewer matches (a selective query) become an id
+    list, plus the logged agents whose current text contains the words; a probe that fills up
+    means the words are common, and then an ordered scan that checks ``LIKE`` row by row finds
+    ``limit`` hits sooner than collecting every match would. The id list is padded to a power
+    of two with its last id (the same answer; fewer shapes to compile).
+    """
+    words = query.lower().split() if query else []
+    ids: list[int] | None = None
+    logged: list[str] = []
+    indexed = [w for w in words if len(w) >= FTS_MIN_WORD] if sqlite else []
+    if indexed:
+        phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in indexed)
+        found = [row[0] for row in cursor.all(_FTS_PROBE, {"fts_query": phrases})]
+        if len(found) < FTS_PROBE_CAP:
+            ids = found + found[-1:] * ((1 << (len(found) - 1).bit_length()) - len(found))
+            logged = [_pattern(w) for w in indexed]
+            words = [w for w in words if len(w) < FTS_MIN_WORD]
+    return [_pattern(w) for w in words], ids, logged
+
+
+def _pattern(word: str) -> str:
+    return f"%{escape_like(word)}%"
 
 
 def _condition(
-    query: SearchQuery,
-    text_conditions: list[ColumnElement[bool]],
-    filtered: Callable[[ColumnElement[Any]], ColumnElement[Any]],
+    shape: _Shape, filtered: Callable[[ColumnElement[Any]], ColumnElement[Any]]
 ) -> ColumnElement[bool]:
-    """Every filter of ``query`` combined with AND: the one place the filters become SQL.
-    ``text_conditions`` come from ``_text``; ``filtered`` says how a filter reads its column."""
+    """Every filter of ``shape`` combined with AND, each value a parameter named as ``_bound``
+    names it: the one place the filters become SQL. ``filtered`` says how a filter reads its
+    column."""
     conditions: list[ColumnElement[bool]] = []
-    if query.stratum is not None:
-        conditions.append(filtered(agents.c.stratum) == query.stratum)
-    if query.tools:
-        conditions.append(filtered(agents.c.tools_mask).in_(masks_containing(query.tools)))
-    for tag in query.tags or ():
-        conditions.append(
-            exists().where(agent_tags.c.agent_id == agents.c.id, agent_tags.c.tag == tag)
+    if shape.stratum:
+        conditions.append(filtered(agents.c.stratum) == bindparam("stratum", type_=String()))
+    if shape.masks:
+        masks = [bindparam(f"mask_{i}", type_=Integer()) for i in range(shape.masks)]
+        conditions.append(filtered(agents.c.tools_mask).in_(masks))
+    for i in range(shape.tags):
+        tag = bindparam(f"tag_{i}", type_=String())
+        of_agent = agent_tags.c.agent_id == agents.c.id
+        conditions.append(exists().where(of_agent, agent_tags.c.tag == tag))
+    created, runs = filtered(agents.c.created_at), filtered(agents.c.execution_count)
+    if shape.created_after:
+        conditions.append(created >= bindparam("created_after", type_=agents.c.created_at.type))
+    if shape.created_before:
+        conditions.append(created <= bindparam("created_before", type_=agents.c.created_at.type))
+    if shape.min_executions:
+        conditions.append(runs >= bindparam("min_executions", type_=agents.c.execution_count.type))
+    if shape.ids is not None:
+        logged = and_(agents.c.id.in_(_FTS_LOGGED), *_contain("logged", shape.logged))
+        ids = [bindparam(f"id_{i}", type_=Integer()) for i in range(shape.ids)]
+        conditions.append(or_(agents.c.id.in_(ids), logged) if ids else logged)
+    conditions.extend(_contain("word", shape.words))
+    return and_(True, *conditions)
+
+
+def _contain(prefix: str, count: int) -> list[ColumnElement[bool]]:
+    """Per pattern ``<prefix>_<i>``: the agent's name or description contains it, in lower
+    case (the pattern is lower case)."""
+    contained = []
+    for i in range(count):
+        pattern = bindparam(f"{prefix}_{i}", type_=String())
+        contained.append(
+            or_(
+                func.lower(agents.c.name).like(pattern, escape="\\"),
+                func.lower(agents.c.description).like(pattern, escape="\\"),
+            )
         )
-    if query.created_after is not None:
-        conditions.append(filtered(agents.c.created_at) >= query.created_after)
-    if query.created_before is not None:
-        conditions.append(filtered(agents.c.created_at) <= query.created_before)
-    if query.min_executions is not None:
-        conditions.append(filtered(agents.c.execution_count) >= query.min_executions)
-    return and_(True, *conditions, *text_conditions)
+    return contained
 
 
 def _indexed_column(col: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -194,37 +314,3 @@ def _indexed_column(col: ColumnElement[Any]) -> ColumnElement[Any]:
 def _filter_column(col: ColumnElement[Any]) -> ColumnElement[Any]:
     """``col`` as a SQLite search filter reads it: ``+col``, which no index serves."""
     return literal_column(f"+{agents.name}.{col.key}", col.type)
-
-
-def _text_conditions(conn: Connection, query: str, *, sqlite: bool) -> list[ColumnElement[bool]]:
-    """Every word must be a case-insensitive substring of the name or the description.
-
-    SQLite: the trigram index is probed for the words of three characters or more, up to
-    ``FTS_PROBE_CAP`` matches among the agents outside the log. Fewer matches (a selective query)
-    become an id list, plus the logged agents whose current text contains the words; a probe that
-    fills up means the words are common, and then an ordered scan that checks ``LIKE`` row by row
-    finds ``limit`` hits sooner than collecting every match would.
-    """
-    words = query.lower().split()
-    conditions: list[ColumnElement[bool]] = []
-    if sqlite:
-        indexed = [w for w in words if len(w) >= FTS_MIN_WORD]
-        if indexed:
-            phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in indexed)
-            ids: list[int] = list(conn.execute(_FTS_PROBE, {"fts_query": phrases}).scalars())
-            if len(ids) < FTS_PROBE_CAP:
-                logged = agents.c.id.in_(_FTS_LOGGED)
-                contain = [_contains_word(w) for w in indexed]
-                conditions.append(or_(agents.c.id.in_(ids), and_(logged, *contain)))
-                words = [w for w in words if len(w) < FTS_MIN_WORD]
-    conditions.extend(_contains_word(word) for word in words)
-    return conditions
-
-
-def _contains_word(word: str) -> ColumnElement[bool]:
-    """The agent's name or description contains ``word`` (lower case), case-insensitively."""
-    pattern = f"%{escape_like(word)}%"
-    return or_(
-        func.lower(agents.c.name).like(pattern, escape="\\"),
-        func.lower(agents.c.description).like(pattern, escape="\\"),
-    )

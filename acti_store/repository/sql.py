@@ -15,7 +15,7 @@ from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
-from ..dberrors import translate_errors, translated
+from ..dberrors import translated
 from ..engine import (
     LOCK_TIMEOUT_DEFAULT,
     POSTGRES_BEGIN_SNAPSHOT,
@@ -70,7 +70,7 @@ from .interface import (
 )
 from .paging import agent_pages, export_stream, search_page
 from .recording import could_run, record_run, send_run, why_unrecorded
-from .search import count_statement, query_connection, search_statement
+from .search import count_matches, needs_snapshot, search_rows
 from .statements import (
     ALL,
     ARCHIVE_HISTORY,
@@ -358,18 +358,26 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
     def search(self, query: SearchQuery) -> list[Agent]:
         """Filters combine with AND; results come in the sort's order, at most ``limit``
         (the query and its plan: ``search``)."""
-        with translate_errors(self._dbapi), query_connection(self._engine) as conn:
-            stmt = search_statement(conn, query, sqlite=self._sqlite)
-            return [agent_from_row(row) for row in conn.execute(stmt)]
+        sqlite = self._sqlite
+        rows = self._read(
+            lambda cursor: search_rows(cursor, query, sqlite=sqlite),
+            snapshot=needs_snapshot(query, sqlite=sqlite),
+        )
+        return [agent_from_row(row) for row in rows]
 
     def count(self, query: SearchQuery) -> int:
-        with translate_errors(self._dbapi), query_connection(self._engine) as conn:
-            return int(conn.execute(count_statement(conn, query, sqlite=self._sqlite)).scalar_one())
+        sqlite = self._sqlite
+        return self._read(
+            lambda cursor: count_matches(cursor, query, sqlite=sqlite),
+            snapshot=needs_snapshot(query, sqlite=sqlite),
+        )
 
     def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
         after = None if cursor is None else decode_cursor(cursor, query)
-        with translate_errors(self._dbapi), query_connection(self._engine, statements=2) as conn:
-            return search_page(conn, query, after, sqlite=self._sqlite)
+        sqlite = self._sqlite
+        return self._read(
+            lambda cursor: search_page(cursor, query, after, sqlite=sqlite), snapshot=True
+        )
 
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)

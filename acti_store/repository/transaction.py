@@ -82,7 +82,7 @@ def run_transaction(
     raw_cursor = connection.cursor()
     # SQLite's busy timeout belongs to the connection: put back before it is reused.
     restore = lock_wait is not None and sqlite
-    cursor = Cursor(raw_cursor, dialect)
+    cursor = Cursor(raw_cursor, dialect, driver=None if sqlite else connection.driver_connection)
     try:
         with _pipeline(driver) if pipelined else nullcontext() as pipeline:
             cursor.pipeline = pipeline
