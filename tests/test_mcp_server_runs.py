@@ -35,11 +35,13 @@ from mcp_harness import (
 )
 from sqlalchemy import event
 
+import acti_store.repository.sql
 from acti_store import open_repository
 from acti_store.execution import McpCatalog
 from acti_store.mcp_server.defaults import ENV_TOKEN
 from acti_store.mcp_server.http import http_app
 from acti_store.mcp_server.server import build_server
+from acti_store.repository.transaction import run_transaction
 from acti_store.testing import ScriptedChatModel
 from acti_store.tools import make_builder_tools
 from acti_store.tools.builder import BuilderTools
@@ -143,7 +145,7 @@ async def one_client(
     return answers
 
 
-async def test_twenty_http_clients_at_once(store_url: str) -> None:
+async def test_twenty_http_clients_at_once(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = open_repository(store_url, export_dir="")
     repo.create(make_config("shared_agent", tools=[]))
     threads: set[int] = set()
@@ -151,6 +153,14 @@ async def test_twenty_http_clients_at_once(store_url: str) -> None:
     def note_thread(*_: Any) -> None:
         threads.add(threading.get_ident())
 
+    # Every statement runs in a transaction of the fast path, or through SQLAlchemy's Core. A
+    # blocking one, that is: on an async driver (PostgreSQL's twins) each call awaits the loop.
+    def noted(connections: Any, dialect: Any, *args: Any, **kwargs: Any) -> Any:
+        if not dialect.is_async:
+            note_thread()
+        return run_transaction(connections, dialect, *args, **kwargs)
+
+    monkeypatch.setattr(acti_store.repository.sql, "run_transaction", noted)
     event.listen(repo.engine, "before_cursor_execute", note_thread)
     model = ScriptedChatModel(script=[step], loop=True)
     builder = BuilderTools(lambda: repo, model=model, mcp_catalog=McpCatalog({}))
@@ -184,6 +194,8 @@ async def test_twenty_http_clients_at_once(store_url: str) -> None:
         server.should_exit = True
         await serving
         gc.unfreeze()
+        monkeypatch.undo()  # the checks below read on this thread
+        event.remove(repo.engine, "before_cursor_execute", note_thread)
     try:
         shared = repo.get("shared_agent")
         history = repo.get_history("shared_agent", limit=1)
