@@ -559,8 +559,9 @@ def test_text_search_stays_exact_as_writes_pass_through_the_index_log(repo: SqlA
         for query in ("alpha", "bravo charlie", "item1", "ECHO item2", "ha golf", "agent_1"):
             expected = sorted(
                 n for n, text in agents.items() if all(w in text for w in query.lower().split())
-            )[:100]
-            assert names(repo, query=query, limit=100) == expected, query
+            )
+            assert names(repo, query=query, limit=100) == expected[:100], query
+            assert repo.count(SearchQuery(query=query)) == len(expected), query
 
     created = 0
     for round_ in range(3):
