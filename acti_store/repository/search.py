@@ -111,7 +111,17 @@ class _Shape:
 def needs_snapshot(query: SearchQuery, *, sqlite: bool) -> bool:
     """Whether a search of ``query`` reads more than one statement (SQLite's text probe, then
     the query): they must see one snapshot (``_read(snapshot=True)``)."""
-    return sqlite and any(len(word) >= FTS_MIN_WORD for word in (query.query or "").split())
+    return sqlite and bool(_indexed(_words(query.query)))
+
+
+def _words(query: str | None) -> list[str]:
+    """The words of a text query, in lower case: each must be in the name or the description."""
+    return query.lower().split() if query else []
+
+
+def _indexed(words: list[str]) -> list[str]:
+    """The words SQLite's trigram index serves (three characters or more)."""
+    return [w for w in words if len(w) >= FTS_MIN_WORD]
 
 
 def search_rows(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> list[Sequence[Any]]:
@@ -243,10 +253,10 @@ def _text_values(
     ``limit`` hits sooner than collecting every match would. The id list is padded to a power
     of two with its last id (the same answer; fewer shapes to compile).
     """
-    words = query.lower().split() if query else []
+    words = _words(query)
     ids: list[int] | None = None
     logged: list[str] = []
-    indexed = [w for w in words if len(w) >= FTS_MIN_WORD] if sqlite else []
+    indexed = _indexed(words) if sqlite else []
     if indexed:
         phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in indexed)
         found = [row[0] for row in cursor.all(_FTS_PROBE, {"fts_query": phrases})]
