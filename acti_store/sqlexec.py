@@ -310,13 +310,14 @@ class Cursor:
     ) -> list[Sequence[Any]]:
         compiled = prepared.compiled(self.dialect)
         if self.pipeline is None:
-            threshold = getattr(self.driver, "prepare_threshold", None)
-            if not prepare and threshold is not None:  # psycopg's, sync or async
+            # Unprepared: psycopg's threshold (sync or async) off for this one statement.
+            threshold = None if prepare else getattr(self.driver, "prepare_threshold", None)
+            if threshold is not None:
                 self.driver.prepare_threshold = None
             try:
                 self._cursor.execute(compiled.sql, compiled.params(values or {}))
             finally:
-                if not prepare and threshold is not None:
+                if threshold is not None:
                     self.driver.prepare_threshold = threshold
             return fetched(self._cursor, compiled)
         # In a pipeline, on a cursor of its own: the answers of the statements this cursor sent

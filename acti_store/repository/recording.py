@@ -17,15 +17,12 @@ from typing import Any, Final
 from sqlalchemy import Integer, String, bindparam, case, delete, func, insert, or_, select, update
 
 from ..errors import AgentNotFoundError
-from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
+from ..models import HISTORY_MAX_RECORDS, INTEGER_MAX, ExecutionRecord
 from ..schema import UtcDateTime, agents, executions
 from ..sqlexec import Answer, Cursor, Prepared
 from .statements import BY_NAME, EXECUTION_COLUMNS, INSERT_EXECUTION, record_values
 from .version_statements import bump_stats, count_run
 from .versions import version_that_ran
-
-#: The largest version a run can be pinned to (the column is a 32-bit integer).
-_VERSION_MAX: Final = 2**31 - 1
 
 _timestamp = bindparam("timestamp", type_=UtcDateTime())
 #: An agent's counters moved by one run (parameters ``succeeded``, ``failed``, ``timestamp``).
@@ -68,7 +65,9 @@ TRIM: Final = _trim(bindparam("agent_id"))
 TRIM_BY_NAME: Final = _trim(select(agents.c.id).where(BY_NAME).scalar_subquery())
 
 _VERSION: Final = Prepared(select(agents.c.version).where(BY_NAME))
-_pinned = bindparam("pinned", type_=Integer())  # the dialect casts it: typed when None
+#: The version a run is pinned to: at most ``INTEGER_MAX`` (``could_run``), as the parameter is an
+#: ``Integer`` (the dialect casts it: typed when None).
+_pinned = bindparam("pinned", type_=Integer())
 #: The agent's counters moved, where the pinned version (if any) exists; its id and the version
 #: that ran.
 _bumped = (
@@ -119,7 +118,7 @@ def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int |
 
 def could_run(pinned: int | None) -> bool:
     """Whether ``pinned`` may be a version of some agent (or is None): ``send_run`` takes it."""
-    return pinned is None or (type(pinned) is int and 1 <= pinned <= _VERSION_MAX)
+    return pinned is None or (type(pinned) is int and 1 <= pinned <= INTEGER_MAX)
 
 
 def send_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> Answer:

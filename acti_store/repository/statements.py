@@ -43,16 +43,20 @@ from ..sqlexec import Cursor, Prepared
 # Columns, and where each field sits in a row
 # --------------------------------------------------------------------------------------------------
 
-#: What every read of whole agents selects, in this order.
-AGENT_COLUMNS: Final = (
-    agents.c.id,
-    agents.c.name,
+#: An agent's configuration columns but its name (what a version snapshot copies), in order.
+CONFIG_COLUMNS: Final = (
     agents.c.description,
     agents.c.system_prompt,
     agents.c.tools,
     agents.c.model,
     agents.c.stratum,
     agents.c.tags,
+)
+#: What every read of whole agents selects, in this order.
+AGENT_COLUMNS: Final = (
+    agents.c.id,
+    agents.c.name,
+    *CONFIG_COLUMNS,
     agents.c.created_at,
     agents.c.updated_at,
     agents.c.last_executed_at,

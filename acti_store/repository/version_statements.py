@@ -41,6 +41,7 @@ from ..schema import (
 from ..schema import version_stats as stats_table
 from ..sqlexec import Cursor, Prepared
 from ..versioning import AgentVersion, LabelMove, version_of
+from .statements import CONFIG_COLUMNS
 
 _VERSION_COLUMNS: Final = (
     agent_versions.c.version,
@@ -81,12 +82,7 @@ def _snapshot_of(agent: ColumnElement[bool]) -> Prepared:
             select(
                 agents.c.id,
                 agents.c.version,
-                agents.c.description,
-                agents.c.system_prompt,
-                agents.c.tools,
-                agents.c.model,
-                agents.c.stratum,
-                agents.c.tags,
+                *CONFIG_COLUMNS,
                 agents.c.updated_at,
                 bindparam("message", type_=Text()),
             ).where(agent),
