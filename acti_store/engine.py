@@ -12,14 +12,13 @@ import select
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
 
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from .dberrors import is_sqlite_busy
@@ -29,6 +28,9 @@ from .errors import (
     StoreUnavailableError,
     StoreUrlError,
 )
+
+if TYPE_CHECKING:  # imported when first made: it needs greenlet, which only [postgres] installs
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 ENV_URL: Final = "ACTI_STORE_URL"
 #: The PostgreSQL schema of acti_store's objects when ``open_repository(schema=...)`` is not given.
@@ -308,6 +310,8 @@ def make_async_engine(
         _async=True,
         **kwargs,
     )
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     return AsyncEngine(sync_engine)
 
 
