@@ -8,6 +8,7 @@ the contract's ``ERROR: ...`` texts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 
 class AgentStoreError(Exception):
@@ -148,6 +149,12 @@ class MissingDriverError(AgentStoreError, ImportError):
     """The database driver the URL needs is not installed; the message says what to install."""
 
 
+#: Why a store opened with ``read_only=True`` refuses a write, and what to do.
+OPENED_READ_ONLY: Final = (
+    "nothing can be written to it (open it without read_only=True to change it)"
+)
+
+
 class ReadOnlyStoreError(StoreUnavailableError):
     """A write to a store that is open for reading only (or that this process cannot write).
 
@@ -156,6 +163,12 @@ class ReadOnlyStoreError(StoreUnavailableError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, transient=False)
+
+    @classmethod
+    def opened_read_only(cls, location: str) -> ReadOnlyStoreError:
+        """What a write (or a run, which writes its record) raises on the store at ``location``
+        opened with ``read_only=True``."""
+        return cls(f"the store at {location} is open read-only: {OPENED_READ_ONLY}")
 
 
 class ExportError(AgentStoreError, OSError):

@@ -152,6 +152,9 @@ class AgentRepository(AsyncTwins, ABC):
     """
 
     mirror: Mirror | None = None
+    #: Opened with ``read_only=True``: every write raises ``ReadOnlyStoreError``
+    #: (``ReadOnlyStoreError.opened_read_only``), and so does a run, before it starts.
+    read_only: bool = False
     #: How the coroutines run (``acall``), made on first use by ``_make_dispatch``.
     _dispatch: Dispatch | None = None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
@@ -106,8 +106,6 @@ from .versions import (
 )
 
 T = TypeVar("T")
-
-READ_ONLY: Final = "nothing can be written to it (open it without read_only=True to change it)"
 
 
 def _require_storable(name: str) -> None:
@@ -217,7 +215,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         until the lock timeout (``deadline.within_deadline``); ``pipelined``: ``run_transaction``.
         """
         if self.read_only:
-            raise ReadOnlyStoreError(f"the store at {self.location} is open read-only: {READ_ONLY}")
+            raise ReadOnlyStoreError.opened_read_only(self.location)
         return within_deadline(
             lambda wait: self._run(
                 work, begin=self._begin_write, lock_wait=wait, pipelined=pipelined
