@@ -320,6 +320,13 @@ class AgentRepository(AsyncTwins, ABC):
         one snapshot of the store."""
 
     @abstractmethod
+    def iter_export_versions(
+        self, page_size: int = 500
+    ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
+        """``iter_export`` with each agent's ``version_log``, all from the same one snapshot:
+        the log holds the agent's own version, whatever is updated or pruned meanwhile."""
+
+    @abstractmethod
     def bulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:

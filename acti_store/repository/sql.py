@@ -51,7 +51,7 @@ from ..models import (
     utc_now,
 )
 from ..sqlexec import Cursor, connections_for
-from ..versioning import clone_message
+from ..versioning import VersionLog, clone_message
 from .asynchronous import DIRECT, Dispatch, GreenletDispatch, StoreThreads, Waits
 from .bulk import put_all, refresh_statistics
 from .cursor import decode_cursor
@@ -68,7 +68,7 @@ from .interface import (
     checked_history_request,
     checked_update,
 )
-from .paging import agent_pages, export_stream, search_page
+from .paging import agent_pages, export_entry, export_stream, search_page, versions_entry
 from .recording import could_run, record_run, send_run, why_unrecorded
 from .search import count_matches, needs_snapshot, search_rows
 from .statements import (
@@ -453,7 +453,24 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
 
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
         return export_stream(
-            self._connections, self._dialect, self._dbapi, self._begin_snapshot, page_size
+            self._connections,
+            self._dialect,
+            self._dbapi,
+            self._begin_snapshot,
+            page_size,
+            export_entry,
+        )
+
+    def iter_export_versions(
+        self, page_size: int = 500
+    ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
+        return export_stream(
+            self._connections,
+            self._dialect,
+            self._dbapi,
+            self._begin_snapshot,
+            page_size,
+            versions_entry,
         )
 
     def bulk_put(
