@@ -183,6 +183,23 @@ class ExportError(AgentStoreError, OSError):
         self.reason = reason
 
 
+#: Why a folder whose export did not finish is not imported, and what to do.
+INCOMPLETE_EXPORT: Final = (
+    "an export into it did not finish (it was stopped part way), so it may hold only some of "
+    "the agents; export again, or import it anyway with allow_incomplete=True "
+    "(acti-store import --allow-incomplete)"
+)
+
+
+class IncompleteExportError(InvalidInputError):
+    """``import_json`` of a folder an export was writing when it stopped (killed, or stopped by
+    an error): the folder may hold only some of the agents. Nothing is imported."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__("import folder", [(directory, INCOMPLETE_EXPORT)])
+        self.directory = directory
+
+
 class InvalidCursorError(InvalidInputError):
     """A ``search_page`` cursor that is not the ``next_cursor`` of a page of the same query."""
 

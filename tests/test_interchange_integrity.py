@@ -5,14 +5,30 @@ and a history file's newest records are kept whatever their order in the file.""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import make_config
 
-from acti_store import SqlAgentRepository, export_json, import_json, open_repository
+from acti_store import (
+    AgentStoreError,
+    ExportError,
+    ImportItem,
+    IncompleteExportError,
+    InvalidInputError,
+    SqlAgentRepository,
+    export_json,
+    import_json,
+    open_repository,
+)
 from acti_store.documents import agent_document, dumps
+from acti_store.interchange import INCOMPLETE_MARKER
 from acti_store.models import HISTORY_MAX_RECORDS
 
 
@@ -171,3 +187,161 @@ def test_iter_export_versions_reads_each_log_in_the_export_snapshot(
     for agent, _history, log in seen:
         assert agent.metadata.version == 2
         assert [v.version for v in log.versions] == [2, 1]
+
+
+# -- an export that did not finish -----------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+MANY = 3000
+#: Exports into ``argv[2]`` from the store at ``argv[1]`` and SIGKILLs itself after the agent
+#: ``argv[3]``: an export killed part way, at a known point.
+KILLED_EXPORT = """
+import os, signal, sys
+from acti_store import export_json, open_repository
+def kill_at(done, total):
+    if done == int(sys.argv[3]):
+        os.kill(os.getpid(), signal.SIGKILL)
+export_json(open_repository(sys.argv[1]), sys.argv[2], progress=kill_at)
+"""
+
+
+def _many_agents(repo: SqlAgentRepository, count: int = MANY) -> list[str]:
+    template = repo.create(make_config("template_agent"))
+    repo.delete("template_agent")
+    agents = [template.model_copy(update={"name": f"agent_{i:05d}"}) for i in range(count)]
+    repo.bulk_put([ImportItem(a.name, agent=a) for a in agents])
+    return [a.name for a in agents]
+
+
+def _json_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*.json"))
+
+
+def _killed_export(store_url: str, folder: Path, at: int) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_EXPORT, store_url, str(folder), str(at)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+def test_an_export_killed_part_way_is_refused_by_import(
+    repo: SqlAgentRepository, store_url: str, tmp_path: Path
+) -> None:
+    """kill -9 after 629 of 3,000 agents: the folder keeps the mark, import refuses it with
+    IncompleteExportError and imports nothing; allow_incomplete=True imports what is there."""
+    _many_agents(repo)
+    folder = tmp_path / "out"
+    _killed_export(store_url, folder, 629)
+    assert (folder / INCOMPLETE_MARKER).exists()
+    assert len(_json_files(folder)) == 629
+
+    target = open_repository(f"sqlite:///{tmp_path / 'target.db'}")
+    try:
+        for dry_run in (False, True):
+            with pytest.raises(IncompleteExportError) as caught:
+                import_json(target, folder, dry_run=dry_run)
+            assert isinstance(caught.value, InvalidInputError)
+            assert isinstance(caught.value, AgentStoreError)
+            assert str(folder) in str(caught.value)
+            assert "did not finish" in str(caught.value) and "allow_incomplete" in str(caught.value)
+        assert target.list_names() == []
+
+        report = import_json(target, folder, allow_incomplete=True)
+        assert report.ok and report.incomplete_export and len(report.imported) == 629
+    finally:
+        target.close()
+
+
+def test_the_command_line_refuses_a_killed_export_in_one_line(
+    repo: SqlAgentRepository, store_url: str, tmp_path: Path
+) -> None:
+    """``acti-store export`` of 3,000 agents killed (SIGKILL) once its first files are there:
+    ``acti-store import`` says why in one error line; ``--allow-incomplete`` imports them."""
+    _many_agents(repo)
+    folder = tmp_path / "out"
+    export = subprocess.Popen(
+        [sys.executable, "-m", "acti_store", "export", str(folder), "--url", store_url],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (folder.is_dir() and any(folder.glob("agent_*.json"))):
+            assert export.poll() is None and time.monotonic() < deadline
+            time.sleep(0.001)
+    finally:
+        export.send_signal(signal.SIGKILL)
+        export.wait()
+    assert export.returncode == -signal.SIGKILL  # killed, not finished
+    assert (folder / INCOMPLETE_MARKER).exists()
+    written = len(_json_files(folder))
+    assert 0 < written < MANY
+
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    cli = [sys.executable, "-m", "acti_store", "import", str(folder), "--url", target]
+    refused = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("error: ")
+    assert "did not finish" in refused.stderr and "--allow-incomplete" in refused.stderr
+
+    forced = subprocess.run(
+        [*cli, "--allow-incomplete"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert forced.returncode == 0, forced.stderr
+    assert f"{written} agent(s) imported" in forced.stdout
+    assert "did not finish" in forced.stdout
+
+
+def test_an_export_stopped_by_an_error_keeps_the_mark(
+    repo: SqlAgentRepository, tmp_path: Path
+) -> None:
+    names = _many_agents(repo, 20)
+    folder = tmp_path / "out"
+    (folder / f"{names[10]}.json").mkdir(parents=True)  # a folder where a file must go
+    with pytest.raises(ExportError):
+        export_json(repo, folder)
+    assert (folder / INCOMPLETE_MARKER).exists()
+    with pytest.raises(IncompleteExportError):
+        import_json(repo, folder)
+
+
+def test_a_finished_export_removes_the_mark_and_imports(
+    repo: SqlAgentRepository, store_url: str, tmp_path: Path
+) -> None:
+    names = _many_agents(repo, 50)
+    folder = tmp_path / "out"
+    _killed_export(store_url, folder, 10)
+    assert (folder / INCOMPLETE_MARKER).exists()
+
+    report = export_json(repo, folder, versions=True, prune=True)  # over the killed one
+
+    assert report.agents == len(names) and not (folder / INCOMPLETE_MARKER).exists()
+    assert not any(p.name.endswith(".tmp") for p in folder.iterdir())
+    target = open_repository(f"sqlite:///{tmp_path / 'target.db'}")
+    try:
+        report = import_json(target, folder)
+        assert report.ok and not report.incomplete_export and report.imported == names
+    finally:
+        target.close()
+
+
+def test_folders_without_the_mark_still_import(repo: SqlAgentRepository, tmp_path: Path) -> None:
+    """Hand-written folders, older exports and v1 folders have no mark: they import as ever."""
+    folder = tmp_path / "by_hand"
+    agent = repo.create(make_config("lead_qualifier"))
+    repo.delete("lead_qualifier")
+    write(folder / "lead_qualifier.json", agent_document(agent))
+    report = import_json(repo, folder)
+    assert report.ok and report.imported == ["lead_qualifier"] and not report.incomplete_export
+    v1 = import_json(repo, Path(__file__).parent / "data" / "v1_agents", dry_run=True)
+    assert v1.ok and sorted(v1.imported + v1.skipped) == [
+        "appointment_scheduler",
+        "lead_qualifier",
+        "research_assistant",
+    ]

@@ -25,11 +25,19 @@ from .files import (
     history_file_name,
     write_files,
 )
-from .folder import SUFFIX, Folder
+from .folder import INCOMPLETE_MARKER, SUFFIX, Folder
 from .versions_file import VERSIONS_SUFFIX, versions_document, versions_file_name
 
 #: What an agent's name ends with when its file is another agent's versions file.
 VERSIONS_NAME: Final = VERSIONS_SUFFIX.removesuffix(SUFFIX)
+
+#: What the mark of an export under way says to a person who opens it.
+INCOMPLETE_NOTE: Final = (
+    "An acti-store export is writing this folder, or was stopped before it finished: the folder "
+    "may hold only some of the store's agents, so import refuses it (acti-store import "
+    "--allow-incomplete, or import_json(..., allow_incomplete=True), imports it anyway). The "
+    "export removes this file once every file is written.\n"
+)
 
 #: Agents per database page while exporting (a page holds up to 50 records per agent).
 EXPORT_PAGE_SIZE: Final = 100
@@ -75,6 +83,10 @@ def export_json(
     Raises ``ExportError`` (an ``AgentStoreError`` and an ``OSError``) naming the folder and the
     reason when it cannot be created or written (a file in its place, no permission, a full
     disk); every file already there is then whole, the old version or the new one.
+
+    While it writes, the folder holds the mark ``.acti-export-incomplete`` (written first,
+    removed last): an export killed or stopped by an error leaves it, and ``import_json``
+    refuses such a folder unless told ``allow_incomplete=True``.
 
     ``versions`` also writes ``{name}_versions.json`` for every agent (``versions_file``): its
     snapshots, labels and label log, read from the export's snapshot with its agent
@@ -130,6 +142,7 @@ def _export(
         _closing(_entries(repo, versions=versions)) as stream,
     ):
         folder.remove_temporaries()  # left by an export that was killed
+        _mark_incomplete(folder, durable=durable)
         for done, (agent, history, log) in enumerate(stream, 1):
             owner = agent.name.removesuffix("_history")
             if has_history(history):
@@ -165,6 +178,16 @@ def _export(
                 if is_valid_name(file.removesuffix(SUFFIX)) and file not in kept:
                     folder.remove(file)
                     report.removed.append(file)
+        folder.remove(INCOMPLETE_MARKER)  # the last change: the folder is whole now
+
+
+def _mark_incomplete(folder: Folder, *, durable: bool) -> None:
+    """Mark the folder as an export under way before any agent's file changes (``durable``:
+    the mark is on disk first), so that an export stopped part way is never taken for a whole
+    one: ``import_json`` refuses a folder with the mark, and the export removes it last."""
+    folder.write(INCOMPLETE_MARKER, INCOMPLETE_NOTE.encode())
+    if durable:
+        folder.sync()
 
 
 def _versions_owner(name: str) -> str | None:
