@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .models import (
     HISTORY_MAX_RECORDS,
@@ -221,16 +221,35 @@ def agent_from_document(document: object) -> Agent:
         raise DocumentError(describe_validation_error(exc)) from None
 
 
+class _FileRecords(BaseModel):
+    """Every record of a history file, validated before the newest are chosen."""
+
+    model_config = ConfigDict(frozen=True)
+
+    executions: list[ExecutionRecord]
+
+
+def _newest_records(records: list[Any]) -> list[ExecutionRecord]:
+    """The newest ``HISTORY_MAX_RECORDS`` of ``records``, newest first by timestamp whatever
+    the file's order (records of one time keep the file's order)."""
+    try:
+        valid = _FileRecords.model_validate({"executions": records}).executions
+    except ValidationError as exc:
+        raise DocumentError(describe_validation_error(exc)) from None
+    return sorted(valid, key=lambda r: r.timestamp, reverse=True)[:HISTORY_MAX_RECORDS]
+
+
 def history_from_document(document: object) -> ExecutionHistory:
-    """Validate a history document: a valid agent name, records newest first (the newest
-    ``HISTORY_MAX_RECORDS`` kept), unique execution ids, a lifetime total covering the records."""
+    """Validate a history document: a valid agent name, valid records of which the newest
+    ``HISTORY_MAX_RECORDS`` by timestamp are kept, newest first (a file may list them in any
+    order), unique execution ids, a lifetime total covering the records."""
     fields = dict(_require_object(document, "a history document"))
     name = fields.get("agent_name")
     if not is_valid_name(name):
         raise DocumentError(f"agent_name: {NAME_RULE} (got {json.dumps(name)[:80]})")
     records = fields.get("executions")
     if isinstance(records, list):
-        fields["executions"] = records[:HISTORY_MAX_RECORDS]
+        fields["executions"] = _newest_records(records)
     try:
         history = ExecutionHistory.model_validate(fields)
     except ValidationError as exc:

@@ -8,6 +8,7 @@ the contract's ``ERROR: ...`` texts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 
 class AgentStoreError(Exception):
@@ -148,6 +149,12 @@ class MissingDriverError(AgentStoreError, ImportError):
     """The database driver the URL needs is not installed; the message says what to install."""
 
 
+#: Why a store opened with ``read_only=True`` refuses a write, and what to do.
+OPENED_READ_ONLY: Final = (
+    "nothing can be written to it (open it without read_only=True to change it)"
+)
+
+
 class ReadOnlyStoreError(StoreUnavailableError):
     """A write to a store that is open for reading only (or that this process cannot write).
 
@@ -156,6 +163,12 @@ class ReadOnlyStoreError(StoreUnavailableError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, transient=False)
+
+    @classmethod
+    def opened_read_only(cls, location: str) -> ReadOnlyStoreError:
+        """What a write (or a run, which writes its record) raises on the store at ``location``
+        opened with ``read_only=True``."""
+        return cls(f"the store at {location} is open read-only: {OPENED_READ_ONLY}")
 
 
 class ExportError(AgentStoreError, OSError):
@@ -168,6 +181,23 @@ class ExportError(AgentStoreError, OSError):
         super().__init__(f"cannot export to {directory}: {reason}")
         self.directory = directory
         self.reason = reason
+
+
+#: Why a folder whose export did not finish is not imported, and what to do.
+INCOMPLETE_EXPORT: Final = (
+    "an export into it did not finish (it was stopped part way), so it may hold only some of "
+    "the agents; export again, or import it anyway with allow_incomplete=True "
+    "(acti-store import --allow-incomplete)"
+)
+
+
+class IncompleteExportError(InvalidInputError):
+    """``import_json`` of a folder an export was writing when it stopped (killed, or stopped by
+    an error): the folder may hold only some of the agents. Nothing is imported."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__("import folder", [(directory, INCOMPLETE_EXPORT)])
+        self.directory = directory
 
 
 class InvalidCursorError(InvalidInputError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -134,13 +135,46 @@ def test_the_contract_history_example_round_trips() -> None:
 
 
 def test_a_history_keeps_its_newest_records_only() -> None:
-    records = [record(f"id-{i}", i % 60) for i in range(HISTORY_MAX_RECORDS + 5)]
+    count = HISTORY_MAX_RECORDS + 5
+    records = [record(f"id-{i}", count - 1 - i) for i in range(count)]  # newest first
     history = history_from_document(
         {"agent_name": "lead_qualifier", "executions": records, "total_executions": 80}
     )
     assert len(history.executions) == HISTORY_MAX_RECORDS
-    assert history.executions[0].execution_id == "id-0"  # files list newest first
+    assert history.executions[0].execution_id == "id-0"
+    assert history.executions[-1].execution_id == f"id-{HISTORY_MAX_RECORDS - 1}"
     assert history.total_executions == 80
+
+
+@pytest.mark.parametrize("order", ["oldest first", "shuffled"])
+def test_a_history_keeps_the_newest_records_by_time_whatever_the_file_order(order: str) -> None:
+    """60 records listed oldest first (or in no order): the newest 50 by timestamp are kept,
+    newest first, not the first 50 of the file."""
+    records = [record(f"id-{minute:02d}", minute) for minute in range(60)]  # oldest first
+    if order == "shuffled":
+        random.Random(25).shuffle(records)
+    history = history_from_document(
+        {"agent_name": "lead_qualifier", "executions": records, "total_executions": 60}
+    )
+    assert [r.execution_id for r in history.executions] == [
+        f"id-{minute:02d}" for minute in range(59, 9, -1)
+    ]
+
+
+def test_records_of_one_time_keep_the_file_order() -> None:
+    records = [record("b", 5), record("a", 5), record("c", 7)]
+    history = history_from_document(
+        {"agent_name": "lead_qualifier", "executions": records, "total_executions": 3}
+    )
+    assert [r.execution_id for r in history.executions] == ["c", "b", "a"]
+
+
+def test_a_record_past_the_newest_50_must_be_valid_too() -> None:
+    """Every record is read to find the newest: one that cannot be read fails the file."""
+    records = [record(f"id-{i}", i) for i in range(HISTORY_MAX_RECORDS + 1)]
+    records[0]["timestamp"] = "yesterday"
+    with pytest.raises(DocumentError, match=r"executions\[0\]\.timestamp"):
+        history_from_document({"agent_name": "x", "executions": records, "total_executions": 51})
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import pytest
 from conftest import make_config
 
 from acti_store import AgentStoreError, ExportError, SqlAgentRepository, export_json
+from acti_store.interchange import INCOMPLETE_MARKER
 
 TMPFS_BYTES = 64 * 1024
 
@@ -86,6 +87,9 @@ def test_a_full_disk_keeps_every_file_whole(repo: SqlAgentRepository, small_disk
     assert str(refused.value).startswith(f"cannot export to {small_disk}: No space left on device")
     assert "every file there is whole" in str(refused.value)
     after = {p.name: p.read_bytes() for p in small_disk.iterdir()}
+    # The export did not finish: its mark stays, so that import refuses the folder.
+    assert INCOMPLETE_MARKER in after and INCOMPLETE_MARKER not in before
+    del after[INCOMPLETE_MARKER]
     assert sorted(after) == sorted(before)  # no temporary file left behind
     for name, data in after.items():
         document = json.loads(data)  # whole: the old text or the new one

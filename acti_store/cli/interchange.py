@@ -143,6 +143,7 @@ def _import(args: argparse.Namespace, label: str) -> ImportReport:
             all_or_nothing=not args.partial,
             dry_run=args.dry_run,
             progress=bar,
+            allow_incomplete=args.allow_incomplete,
         )
     finally:
         repo.close()
@@ -159,6 +160,8 @@ def _print_import(report: ImportReport) -> None:
         f"{len(report.skipped)} {would}skipped (already in the store), "
         f"{len(report.invalid)} invalid file(s)."
     )
+    if report.incomplete_export:
+        print("Warning: an export into this folder did not finish; it may lack some agents.")
     if report.upgraded:
         print(f"Upgraded from v1: {', '.join(report.upgraded)}")
     if report.invalid:
@@ -240,6 +243,12 @@ def _import_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="import the valid files and report the others (default: one invalid file imports "
         "nothing)",
+    )
+    parser.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="import a folder whose export did not finish (killed part way: it may hold only "
+        "some of the agents); refused by default",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="report what would happen; write nothing"

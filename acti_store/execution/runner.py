@@ -15,7 +15,8 @@ The flow is the contract's ("Behavior Flow" of ``execute_created_agent``):
 6. the task runs within what is left of the timeout; the servers are stopped whatever happens
    (a warm runner's are let go of, and stopped once idle for ``keep_servers`` seconds).
 
-Every run that gets past step 3 is recorded in the agent's history, which moves its counters.
+Every run that gets past step 3 is recorded in the agent's history, which moves its counters; so a
+store opened read-only refuses a run before step 1 (``ReadOnlyStoreError``): it could not record it.
 
 An async caller's event loop is never held by a run: ``run`` executes it on the runners' own loop
 in a background thread (``background``), where the graph's steps happen. There too, what takes
@@ -50,7 +51,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
-from ..errors import AgentStoreError
+from ..errors import AgentStoreError, ReadOnlyStoreError
 from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, ExecutionRequest
 from ..repository import AgentRepository
 from . import texts
@@ -145,6 +146,7 @@ class AgentRunner(KeepsServers):
         """``run``, from synchronous code, on an event loop of its own (``asyncio.run``); in a
         worker thread when this thread runs a loop."""
         request = _request(task, timeout, skip_unavailable_tools)
+        self._require_recordable()
         chosen, pinned = self._pinned(agent, version, label)
         if self._warm is not None:  # its servers live on the runs' loop
             return wait_in_background(self._perform(chosen, request, pinned))
@@ -182,13 +184,23 @@ class AgentRunner(KeepsServers):
         ``agent`` is the agent or its name; ``version`` or ``label`` pins the run to that saved
         version's configuration (``get_version``), and the run is counted for that version.
         Raises what ``get`` / ``get_version`` raise for a name, version or label not found.
+
+        On a store opened read-only, raises ``ReadOnlyStoreError`` before anything runs: a run
+        is recorded in its agent's history, and its model calls and tool side effects cannot
+        be taken back once that record cannot be written.
         """
         request = _request(task, timeout, skip_unavailable_tools)
+        self._require_recordable()
         if isinstance(agent, Agent) and version is None and label is None:
             chosen, pinned = agent, None
         else:  # the store's reads, in a thread
             chosen, pinned = await asyncio.to_thread(self._pinned, agent, version, label)
         return await in_background(self._perform(chosen, request, pinned))
+
+    def _require_recordable(self) -> None:
+        """Refuse a run its store could not record (opened read-only), before it starts."""
+        if self._repo.read_only:
+            raise ReadOnlyStoreError.opened_read_only(self._repo.location)
 
     def _pinned(
         self, agent: Agent | str, version: int | None, label: str | None

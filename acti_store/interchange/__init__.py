@@ -6,12 +6,14 @@ through ``folder.Folder``: relative to one open directory, never following a sym
 write atomic (temporary file in the same directory, fsync, rename). Nothing outside the folder is
 read or written.
 
-* ``export_json`` (``export``) streams the store into a folder (flat memory); ``prune`` removes
-  the files of agents that no longer exist.
+* ``export_json`` (``export``) streams the store into a folder (flat memory), marked
+  ``INCOMPLETE_MARKER`` until its last file is written; ``prune`` removes the files of agents
+  that no longer exist.
 * ``import_json`` (``importing``) streams a folder into the store in one transaction
   (``bulk_put_stream``): v1 documents upgraded, every document validated by the repository's
   models, each bad file reported with the reason; all or nothing unless told otherwise; a dry run
-  writes nothing.
+  writes nothing; a folder an export did not finish (it still holds ``INCOMPLETE_MARKER``) is
+  refused with ``IncompleteExportError`` unless ``allow_incomplete=True``.
 * ``rewrite_documents`` (``rewrite``) rewrites a folder's files in place as canonical v2, after a
   backup.
 * ``JsonMirror`` (``mirror``) keeps a folder in step with the store after each committed write.
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from .export import EXPORT_PAGE_SIZE, ExportReport, export_json
 from .files import DEFAULT_DIRECTORY, HISTORY_SUFFIX, Progress, agent_file_name, history_file_name
-from .folder import BACKUP_PREFIX, MAX_FILE_BYTES, NEEDS_POSIX, SUFFIX
+from .folder import BACKUP_PREFIX, INCOMPLETE_MARKER, MAX_FILE_BYTES, NEEDS_POSIX, SUFFIX
 from .importing import ImportReport, import_json
 from .mirror import JsonMirror
 from .rewrite import RewriteReport, rewrite_documents
@@ -33,6 +35,7 @@ __all__ = [
     "DEFAULT_DIRECTORY",
     "EXPORT_PAGE_SIZE",
     "HISTORY_SUFFIX",
+    "INCOMPLETE_MARKER",
     "MAX_FILE_BYTES",
     "NEEDS_POSIX",
     "SUFFIX",

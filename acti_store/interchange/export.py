@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from ..documents import dumps
-from ..errors import AgentNotFoundError, ExportError
-from ..models import Agent, is_valid_name
+from ..errors import ExportError
+from ..models import Agent, ExecutionHistory, is_valid_name
 from ..repository import AgentRepository
+from ..versioning import VersionLog
 from .files import (
     Progress,
     agent_file_name,
@@ -24,11 +25,19 @@ from .files import (
     history_file_name,
     write_files,
 )
-from .folder import SUFFIX, Folder
+from .folder import INCOMPLETE_MARKER, SUFFIX, Folder
 from .versions_file import VERSIONS_SUFFIX, versions_document, versions_file_name
 
 #: What an agent's name ends with when its file is another agent's versions file.
 VERSIONS_NAME: Final = VERSIONS_SUFFIX.removesuffix(SUFFIX)
+
+#: What the mark of an export under way says to a person who opens it.
+INCOMPLETE_NOTE: Final = (
+    "An acti-store export is writing this folder, or was stopped before it finished: the folder "
+    "may hold only some of the store's agents, so import refuses it (acti-store import "
+    "--allow-incomplete, or import_json(..., allow_incomplete=True), imports it anyway). The "
+    "export removes this file once every file is written.\n"
+)
 
 #: Agents per database page while exporting (a page holds up to 50 records per agent).
 EXPORT_PAGE_SIZE: Final = 100
@@ -75,10 +84,15 @@ def export_json(
     reason when it cannot be created or written (a file in its place, no permission, a full
     disk); every file already there is then whole, the old version or the new one.
 
+    While it writes, the folder holds the mark ``.acti-export-incomplete`` (written first,
+    removed last): an export killed or stopped by an error leaves it, and ``import_json``
+    refuses such a folder unless told ``allow_incomplete=True``.
+
     ``versions`` also writes ``{name}_versions.json`` for every agent (``versions_file``): its
-    snapshots, labels and label log, each read just after its agent (not from the export's
-    snapshot: a version written meanwhile is left out); an agent called ``x_versions`` is then
-    not exported when ``x`` is (its file name is ``x``'s versions file).
+    snapshots, labels and label log, read from the export's snapshot with its agent
+    (``iter_export_versions``), so the file holds the agent file's own version whatever is
+    updated or pruned meanwhile; an agent called ``x_versions`` is then not exported when ``x``
+    is (its file name is ``x``'s versions file).
     """
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
@@ -125,10 +139,11 @@ def _export(
     with (
         Folder(report.directory, create=True, durable=durable) as folder,
         folder.locked(),
-        _closing(repo.iter_export(EXPORT_PAGE_SIZE)) as stream,
+        _closing(_entries(repo, versions=versions)) as stream,
     ):
         folder.remove_temporaries()  # left by an export that was killed
-        for done, (agent, history) in enumerate(stream, 1):
+        _mark_incomplete(folder, durable=durable)
+        for done, (agent, history, log) in enumerate(stream, 1):
             owner = agent.name.removesuffix("_history")
             if has_history(history):
                 with_history.add(agent.name)
@@ -145,9 +160,9 @@ def _export(
                 kept.update((history_file_name(agent.name), versions_file_name(agent.name)))
             else:
                 written = write_files(folder, agent, history)
-                if versions:
+                if log is not None:
                     exported.add(agent.name)
-                    report.versions += _write_versions(repo, folder, agent, report)
+                    _write_versions(folder, agent, log, report)
                 report.agents += 1
                 report.histories += len(written) - 1
                 report.written += sum(written)
@@ -163,6 +178,16 @@ def _export(
                 if is_valid_name(file.removesuffix(SUFFIX)) and file not in kept:
                     folder.remove(file)
                     report.removed.append(file)
+        folder.remove(INCOMPLETE_MARKER)  # the last change: the folder is whole now
+
+
+def _mark_incomplete(folder: Folder, *, durable: bool) -> None:
+    """Mark the folder as an export under way before any agent's file changes (``durable``:
+    the mark is on disk first), so that an export stopped part way is never taken for a whole
+    one: ``import_json`` refuses a folder with the mark, and the export removes it last."""
+    folder.write(INCOMPLETE_MARKER, INCOMPLETE_NOTE.encode())
+    if durable:
+        folder.sync()
 
 
 def _versions_owner(name: str) -> str | None:
@@ -171,21 +196,35 @@ def _versions_owner(name: str) -> str | None:
     return name.removesuffix(VERSIONS_NAME) if name.endswith(VERSIONS_NAME) else None
 
 
-def _write_versions(
-    repo: AgentRepository, folder: Folder, agent: Agent, report: ExportReport
-) -> int:
-    """Write ``agent``'s versions file; 1 if written, 0 if its text was already there (or the
-    agent is gone since the export's snapshot)."""
+def _entries(
+    repo: AgentRepository, *, versions: bool
+) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog | None]]:
+    """Every agent with its history and (``versions``) its version log, from one snapshot."""
+    if versions:
+        return repo.iter_export_versions(EXPORT_PAGE_SIZE)
+    return _without_versions(repo.iter_export(EXPORT_PAGE_SIZE))
+
+
+def _without_versions(
+    stream: Iterator[tuple[Agent, ExecutionHistory | None]],
+) -> Generator[tuple[Agent, ExecutionHistory | None, None], None, None]:
     try:
-        log = repo.version_log(agent.name)
-    except AgentNotFoundError:
-        return 0
+        for agent, history in stream:
+            yield agent, history, None
+    finally:  # closed with this generator: the snapshot ends now
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+
+
+def _write_versions(folder: Folder, agent: Agent, log: VersionLog, report: ExportReport) -> None:
+    """Write ``agent``'s versions file (unless its text is already there)."""
     text = dumps(versions_document(agent, log)).encode()
     if folder.write(versions_file_name(agent.name), text):
         report.written += 1
     else:
         report.unchanged += 1
-    return 1
+    report.versions += 1
 
 
 @contextmanager

@@ -28,6 +28,9 @@ SUFFIX: Final = ".json"
 #: Largest file import reads: far above any valid document (a 50-record history is ~100 KB).
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024
 BACKUP_PREFIX: Final = ".backup-"
+#: Written first and removed last by an export: a folder holding it is an export that did not
+#: finish (``import_json`` refuses it). Not a ``.json`` name, so nothing reads it as a document.
+INCOMPLETE_MARKER: Final = ".acti-export-incomplete"
 #: The temporary file of ``Folder.write``: ``.{file}.{12 hex digits}.tmp``.
 _TEMPORARY: Final = re.compile(r"\..+\.json\.[0-9a-f]{12}\.tmp")
 NEEDS_POSIX: Final = (
@@ -175,6 +178,18 @@ class Folder:
             raise
         self._renamed = True
         return True
+
+    def has(self, name: str) -> bool:
+        """Whether an entry ``name`` is here (a symbolic link is not followed)."""
+        try:
+            os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def sync(self) -> None:
+        """Make the names created, renamed and removed so far durable (fsync the directory)."""
+        os.fsync(self._fd)
 
     def remove_temporaries(self) -> list[str]:
         """Remove the temporary files of writes that never finished (their process was killed

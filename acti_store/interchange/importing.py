@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import DocumentError, is_v1_document, loads
-from ..errors import AgentExistsError
+from ..errors import AgentExistsError, IncompleteExportError
 from ..models import Agent, ExecutionHistory, is_valid_name
 from ..repository import AgentRepository, ConflictPolicy, ImportItem, ImportOutcome
 from ..versioning import VersionLog
@@ -26,7 +26,7 @@ from .files import (
     parse,
     parse_history,
 )
-from .folder import SUFFIX, Folder
+from .folder import INCOMPLETE_MARKER, SUFFIX, Folder
 from .versions_file import (
     VERSIONS_SUFFIX,
     is_versions_document,
@@ -51,6 +51,8 @@ class ImportReport:
     dry_run: bool = False
     #: Invalid files stopped an all-or-nothing import: nothing was written.
     aborted: bool = False
+    #: The folder is an export that did not finish, imported because ``allow_incomplete``.
+    incomplete_export: bool = False
 
     @property
     def ok(self) -> bool:
@@ -191,6 +193,7 @@ def import_json(
     all_or_nothing: bool = True,
     dry_run: bool = False,
     progress: Progress | None = None,
+    allow_incomplete: bool = False,
 ) -> ImportReport:
     """Import a folder of v1/v2 agent and history files into the store, in one transaction.
 
@@ -201,9 +204,19 @@ def import_json(
     at a time, so memory stays bounded however large the folder. An agent's
     ``{name}_versions.json``, when there, gives it those versions, labels and label log (else
     one snapshot of its current version, message ``imported``).
+
+    A folder an export did not finish writing (killed, or stopped by an error: it still holds
+    the export's mark ``.acti-export-incomplete``) may hold only some of the agents: it raises
+    ``IncompleteExportError`` (an ``InvalidInputError``) and nothing is imported, unless
+    ``allow_incomplete`` (then ``report.incomplete_export`` is True). Folders without the mark
+    (written by hand, by older versions, v1 folders) import as they are.
     """
     report = ImportReport(Path(directory), dry_run=dry_run)
     with Folder(report.directory) as folder:
+        if folder.has(INCOMPLETE_MARKER):
+            if not allow_incomplete:
+                raise IncompleteExportError(str(report.directory))
+            report.incomplete_export = True
         files = folder.json_names()
         in_store = _history_owners_in_store(repo, files)
         reader = _Reader(folder, files, in_store, all_or_nothing=all_or_nothing, progress=progress)

@@ -37,8 +37,9 @@ def is_versions_document(document: object) -> bool:
 
 
 def versions_document(agent: Agent, log: VersionLog) -> dict[str, Any]:
-    """The versions document of ``agent`` (its versions up to its own version: a later one,
-    written after the export's snapshot, is left out, and so are labels pointing at it)."""
+    """The versions document of ``agent``, from ``log`` read in the same snapshot as the agent
+    (``iter_export_versions``); versions above its own, should a log be newer, are left out,
+    and so are labels pointing at them."""
     current = agent.metadata.version
     kept = [v for v in log.versions if v.version <= current]
     numbers = {v.version for v in kept}

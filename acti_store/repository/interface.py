@@ -152,6 +152,9 @@ class AgentRepository(AsyncTwins, ABC):
     """
 
     mirror: Mirror | None = None
+    #: Opened with ``read_only=True``: every write raises ``ReadOnlyStoreError``
+    #: (``ReadOnlyStoreError.opened_read_only``), and so does a run, before it starts.
+    read_only: bool = False
     #: How the coroutines run (``acall``), made on first use by ``_make_dispatch``.
     _dispatch: Dispatch | None = None
 
@@ -315,6 +318,13 @@ class AgentRepository(AsyncTwins, ABC):
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
         """Every agent with its history (None when never run), streamed page by page, all from
         one snapshot of the store."""
+
+    @abstractmethod
+    def iter_export_versions(
+        self, page_size: int = 500
+    ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
+        """``iter_export`` with each agent's ``version_log``, all from the same one snapshot:
+        the log holds the agent's own version, whatever is updated or pruned meanwhile."""
 
     @abstractmethod
     def bulk_put(

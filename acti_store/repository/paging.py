@@ -19,22 +19,51 @@ from sqlalchemy.engine import Dialect
 from ..dberrors import translate_errors
 from ..models import Agent, ExecutionHistory, SearchQuery
 from ..sqlexec import Connections, Cursor, roll_back
+from ..versioning import VersionLog
 from .cursor import SortKey, encode_cursor
 from .interface import SearchPage
 from .search import page_rows
-from .statements import AGENTS_PAGE, NAME, agent_from_row, export_page
+from .statements import AGENTS_PAGE, GET_ID, NAME, agent_from_row, export_page
+from .versions import read_version_log
 
 T = TypeVar("T")
 #: ``SqlAgentRepository._read``: runs a read on a cursor, its errors translated.
 Read = Callable[[Callable[[Cursor], T]], T]
 
 
+#: What the export stream yields for an agent and its history, read on the stream's cursor
+#: (so from its snapshot): ``export_entry``, or ``versions_entry`` for an export with versions.
+Entry = Callable[[Cursor, Agent, ExecutionHistory | None], T]
+
+
+def export_entry(
+    _cursor: Cursor, agent: Agent, history: ExecutionHistory | None
+) -> tuple[Agent, ExecutionHistory | None]:
+    return agent, history
+
+
+def versions_entry(
+    cursor: Cursor, agent: Agent, history: ExecutionHistory | None
+) -> tuple[Agent, ExecutionHistory | None, VersionLog]:
+    """The agent, its history and its version log, all from one snapshot: the log holds the
+    agent's own version whatever is updated or pruned meanwhile."""
+    row = cursor.first(GET_ID, {"name": agent.name})
+    assert row is not None  # the page read it in this snapshot
+    return agent, history, read_version_log(cursor, agent.name, row[0])
+
+
 def export_stream(
-    connections: Connections, dialect: Dialect, dbapi: Any, begin: str | None, page_size: int
-) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
+    connections: Connections,
+    dialect: Dialect,
+    dbapi: Any,
+    begin: str | None,
+    page_size: int,
+    entry: Entry[T],
+) -> Iterator[T]:
     """Every agent with its history, by name, ``page_size`` agents per page, all pages from one
     snapshot: the read transaction opened by ``begin`` on one connection taken from
-    ``connections``. However the stream ends (exhausted, ``close()``d, the consumer raising), the
+    ``connections``; ``entry`` turns each into what is yielded, reading more in that snapshot if
+    it needs to. However the stream ends (exhausted, ``close()``d, the consumer raising), the
     transaction is rolled back and the connection given back."""
     page_size = max(1, page_size)
     with translate_errors(dbapi):  # a server down or restarting: StoreUnavailableError
@@ -46,19 +75,22 @@ def export_stream(
             raise
     cursor = Cursor(raw_cursor, dialect)
 
-    def read_page(after: str, *, first: bool) -> list[tuple[Agent, ExecutionHistory | None]]:
+    def read_page(after: str, *, first: bool) -> tuple[list[T], str]:
+        """The entries of the page after ``after``, and the name of its last agent."""
         with translate_errors(dbapi):  # transient or lasting, as ``dberrors`` decides
             if first and begin is not None:
                 cursor.raw(begin)
-            return export_page(cursor, after, page_size)
+            page = export_page(cursor, after, page_size)
+            last = page[-1][0].name if page else after
+            return [entry(cursor, agent, history) for agent, history in page], last
 
     try:
-        page = read_page("", first=True)
-        while page:
-            yield from page
-            if len(page) < page_size:
+        entries, last = read_page("", first=True)
+        while entries:
+            yield from entries
+            if len(entries) < page_size:
                 return
-            page = read_page(page[-1][0].name, first=False)
+            entries, last = read_page(last, first=False)
     finally:
         raw_cursor.close()  # ends a half-read statement
         roll_back(connections, connection)  # ends the snapshot; the connection goes back

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
@@ -51,7 +51,7 @@ from ..models import (
     utc_now,
 )
 from ..sqlexec import Cursor, connections_for
-from ..versioning import clone_message
+from ..versioning import VersionLog, clone_message
 from .asynchronous import DIRECT, Dispatch, GreenletDispatch, StoreThreads, Waits
 from .bulk import put_all, refresh_statistics
 from .cursor import decode_cursor
@@ -68,7 +68,7 @@ from .interface import (
     checked_history_request,
     checked_update,
 )
-from .paging import agent_pages, export_stream, search_page
+from .paging import agent_pages, export_entry, export_stream, search_page, versions_entry
 from .recording import could_run, record_run, send_run, why_unrecorded
 from .search import count_matches, needs_snapshot, search_rows
 from .statements import (
@@ -106,8 +106,6 @@ from .versions import (
 )
 
 T = TypeVar("T")
-
-READ_ONLY: Final = "nothing can be written to it (open it without read_only=True to change it)"
 
 
 def _require_storable(name: str) -> None:
@@ -217,7 +215,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         until the lock timeout (``deadline.within_deadline``); ``pipelined``: ``run_transaction``.
         """
         if self.read_only:
-            raise ReadOnlyStoreError(f"the store at {self.location} is open read-only: {READ_ONLY}")
+            raise ReadOnlyStoreError.opened_read_only(self.location)
         return within_deadline(
             lambda wait: self._run(
                 work, begin=self._begin_write, lock_wait=wait, pipelined=pipelined
@@ -455,7 +453,24 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
 
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
         return export_stream(
-            self._connections, self._dialect, self._dbapi, self._begin_snapshot, page_size
+            self._connections,
+            self._dialect,
+            self._dbapi,
+            self._begin_snapshot,
+            page_size,
+            export_entry,
+        )
+
+    def iter_export_versions(
+        self, page_size: int = 500
+    ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
+        return export_stream(
+            self._connections,
+            self._dialect,
+            self._dbapi,
+            self._begin_snapshot,
+            page_size,
+            versions_entry,
         )
 
     def bulk_put(

@@ -133,6 +133,11 @@ class AsyncTwins:
     ) -> AsyncIterator[tuple[Agent, ExecutionHistory | None]]:
         return self.aiterate(lambda r: r.iter_export(page_size))
 
+    def aiter_export_versions(
+        self, page_size: int = 500
+    ) -> AsyncIterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
+        return self.aiterate(lambda r: r.iter_export_versions(page_size))
+
     async def abulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:

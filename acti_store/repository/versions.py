@@ -89,6 +89,23 @@ from .version_statements import (
 T = TypeVar("T")
 
 
+def read_version_log(cursor: Cursor, name: str, agent_id: int) -> VersionLog:
+    """The snapshots, labels and label log of the agent ``name`` (row id ``agent_id``): three
+    statements, so run them in the snapshot its agent row was read in (``version_log``, the
+    export's ``iter_export_versions``)."""
+    labels = cursor.all(LABELS, {"agent_id": agent_id})
+    by_version: dict[int, list[str]] = {}
+    for label, version in labels:
+        by_version.setdefault(version, []).append(label)
+    rows = cursor.all(VERSIONS, {"agent_id": agent_id})
+    return trusted(
+        VersionLog,
+        versions=[version_from_row(name, r, by_version.get(r[0], [])) for r in rows],
+        labels={label: version for label, version in labels},
+        label_history=[move_from_row(r) for r in cursor.all(MOVES, {"agent_id": agent_id})],
+    )
+
+
 def checked_text(value: object, field: str) -> str | None:
     """A commit message or a label note: None, or text of at most ``MESSAGE_MAX_LENGTH``."""
     if value is None:
@@ -341,22 +358,10 @@ class VersionMethods:
 
     def version_log(self, name: str) -> VersionLog:
         """``AgentRepository.version_log`` in one snapshot."""
-
-        def work(cursor: Cursor) -> VersionLog:
-            agent_id = self._agent_row(cursor, name)[ID]
-            labels = cursor.all(LABELS, {"agent_id": agent_id})
-            by_version: dict[int, list[str]] = {}
-            for label, version in labels:
-                by_version.setdefault(version, []).append(label)
-            rows = cursor.all(VERSIONS, {"agent_id": agent_id})
-            return trusted(
-                VersionLog,
-                versions=[version_from_row(name, r, by_version.get(r[0], [])) for r in rows],
-                labels={label: version for label, version in labels},
-                label_history=[move_from_row(r) for r in cursor.all(MOVES, {"agent_id": agent_id})],
-            )
-
-        return self._read(work, snapshot=True)
+        return self._read(
+            lambda cursor: read_version_log(cursor, name, self._agent_row(cursor, name)[ID]),
+            snapshot=True,
+        )
 
     # -- writing -----------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ afterwards (see :mod:`.checks`): a lost count, a lost record or a record kept ou
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
 from typing import Any
@@ -246,8 +246,13 @@ def write_generation(folder: Path, names: list[str], generation: int) -> None:
         )
         (folder / f"{name}.json").write_text(dumps(agent_document(agent)), encoding="utf-8")
         if has_history(name):
-            runs = [
-                crash_record(n).model_copy(update={"task": f"g{generation}-run{n}"})
+            runs = [  # newest first: run n started n minutes after the agent was created
+                crash_record(n).model_copy(
+                    update={
+                        "task": f"g{generation}-run{n}",
+                        "timestamp": created + timedelta(minutes=n),
+                    }
+                )
                 for n in (3, 2, 1)
             ]
             history = ExecutionHistory(
