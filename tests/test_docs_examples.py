@@ -266,3 +266,34 @@ def test_readme_async_example_runs_without_greenlet(tmp_path: Path) -> None:
     group = readme[: first_async + 1]
     assert "continues" in group[-1].marks
     run_group(group, tmp_path, DOCS_BLOCK_GREENLET="1")
+
+
+def test_the_api_reference_names_every_public_name() -> None:
+    import acti_store
+
+    reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^::: acti_store\.(\w+)$", reference, flags=re.MULTILINE))
+    assert sorted(set(acti_store.__all__) - documented) == []
+
+
+def test_every_docs_page_is_in_the_site_nav() -> None:
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    assert sorted(p for p in pages if f": {p}\n" not in config) == []
+
+
+@pytest.mark.slow
+def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
+    """``mkdocs build --strict``: no broken link, include or API reference entry."""
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocstrings")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "reference" / "index.html").exists()
