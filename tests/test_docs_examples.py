@@ -297,3 +297,26 @@ def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "reference" / "index.html").exists()
+
+
+def test_readme_install_table_has_every_extra() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| (none|`[a-z]+`) \| `(pip install [^`]+)` \|", readme, re.M))
+    assert rows.pop("none") == "pip install -e ."
+    assert rows == {f"`{extra}`": f'pip install -e ".[{extra}]"' for extra in extras}
+
+
+def test_readme_and_host_page_name_every_table_of_the_store() -> None:
+    from acti_store.migrations import VERSION_TABLE
+    from acti_store.migrations.names import ORM_TABLES
+
+    names = {*ORM_TABLES, "agents_fts*", VERSION_TABLE}
+    for page in (ROOT / "README.md", ROOT / "docs" / "host-app.md"):
+        text = page.read_text(encoding="utf-8")
+        paragraph = text.split("already has an `agents` table", 1)[1].lstrip("\n*").split("\n\n")[0]
+        assert sorted(set(re.findall(r"`([a-z_*]+)`", paragraph)) ^ names) == [], page.name
