@@ -1,4 +1,5 @@
-"""Every ``acti-store`` command is in README's "Command line" table, and every option has help.
+"""Every ``acti-store`` command is in the "Command line" table of docs/cli.md, and every option has
+help.
 
 Built from the parser itself (as sqlite-utils' ``test_docs.py`` does), so a command or option added
 without documentation fails here.
@@ -15,6 +16,8 @@ import pytest
 from acti_store.cli import build_parser, main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+#: The full command reference (README keeps only a few commands in brief).
+CLI_DOCS = README.parent / "docs" / "cli.md"
 #: Options the table's introduction covers once for every command.
 COMMON_OPTIONS = {"-h", "--help", "--url", "--schema"}
 
@@ -29,8 +32,8 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 
 
 def readme_rows() -> dict[str, str]:
-    """The first cell of each row of README's command table, by command name."""
-    section = README.read_text(encoding="utf-8").split("## Command line\n", 1)[1]
+    """The first cell of each row of docs/cli.md's command table, by command name."""
+    section = CLI_DOCS.read_text(encoding="utf-8").split("# Command line\n", 1)[1]
     section = section.split("\n## ", 1)[0]
     rows = re.findall(r"^\| `([a-z-]+)([^|]*)\|", section, flags=re.MULTILINE)
     return {command: f"{command}{rest}" for command, rest in rows}

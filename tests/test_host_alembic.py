@@ -7,8 +7,8 @@ lives in the schema ``acti`` (the application compares every schema, ``include_s
 so the filter has work to do); on SQLite the application's table is ``app_users`` in the same
 file (a second ``agents`` table cannot exist in one SQLite file). The real ``alembic`` command
 runs ``upgrade head`` and ``check`` for both projects, in both orders, then acti_store is opened
-and used: no error, no drift on either side, the application's table untouched. README's "Using
-acti_store in your app" shows these files and commands.
+and used: no error, no drift on either side, the application's table untouched. docs/host-app.md
+("Using acti_store in your app") shows these files and commands.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from acti_store.engine import VERSION_TABLE, migrations_dir
 ROOT = Path(__file__).resolve().parents[1]
 NO_DRIFT = "No new upgrade operations detected.\n"
 
-#: The application's Alembic environment (README shows it). ``APP_TABLE`` and ``ACTI_SCHEMA``
-#: are filled in per engine; ``APP_IGNORES_ACTI_STORE=0`` leaves the filter out (the control).
+#: The application's Alembic environment (docs/host-app.md shows it). ``APP_TABLE`` and
+#: ``ACTI_SCHEMA`` are filled in per engine; ``APP_IGNORES_ACTI_STORE=0`` leaves the filter out
+#: (the control).
 APP_ENV = """\
 import os
 

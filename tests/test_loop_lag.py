@@ -34,7 +34,7 @@ from acti_store.testing import ScriptedChatModel, calls, tool_call
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = Path(__file__).parent / "mcp_servers"
 
-#: The longest lag allowed. The target is 50 ms (README, Guarantees); a loaded CI machine gets
+#: The longest lag allowed. The target is 50 ms (docs/guarantees.md); a loaded CI machine gets
 #: twice that, and a measurement is repeated once before it fails, since the OS can deschedule
 #: the process for a while. A blocking step of a run is not noise: it stalls every attempt.
 MAX_LAG_MS = 100.0

@@ -32,7 +32,8 @@ repo.close()
 print("opened", migrations_dir())
 """
 
-#: README's minimal ini for Alembic from an installed wheel (no logging sections).
+#: The minimal ini for Alembic from an installed wheel (no logging sections): docs/architecture.md,
+#: "Migrations".
 MINIMAL_INI = """[alembic]
 script_location = acti_store:migrations
 sqlalchemy.url = sqlite:///app.db

@@ -11,8 +11,8 @@ that ran; NULL for the runs recorded before).
 Backfill: one snapshot per existing agent at its current version, ``created_at`` its
 ``updated_at`` (when that version was written) and message ``imported at upgrade``: one
 ``INSERT ... SELECT``, so it runs in the database at the speed of a table copy (10,000 agents:
-well under a second; see README "Migrations"). Older versions are unknown: ``versions()`` starts
-there.
+well under a second; see docs/architecture.md, "Migrations"). Older versions are unknown:
+``versions()`` starts there.
 
 Downgrade drops the five tables (every snapshot, label and label move is lost) and the
 ``agent_version`` column (a rebuild of ``executions`` on SQLite, batch mode; ``agents`` itself is
