@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, column, func, select, text
 from sqlalchemy import table as sa_table
 from sqlalchemy.exc import DBAPIError
 
-from .dberrors import unreachable
+from .dberrors import is_missing_table, unreachable
 from .engine import LEGACY_VERSION_TABLE, VERSION_TABLE, alembic_config, store_schema
 from .errors import InvalidInputError, SchemaVersionError
 
@@ -26,7 +26,6 @@ from .errors import InvalidInputError, SchemaVersionError
 _PG_MIGRATION_LOCK: Final = 0x61637469
 #: How many times the store's revision is read when a version table vanished meanwhile.
 _VERSION_READS: Final = 3
-_UNDEFINED_TABLE: Final = "42P01"
 
 
 def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[str]]:
@@ -166,8 +165,7 @@ def _current_heads(engine: Engine, script: ScriptDirectory) -> tuple[set[str], b
                 legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
                 return legacy, bool(legacy)
         except DBAPIError as exc:
-            vanished = getattr(exc.orig, "sqlstate", None) == _UNDEFINED_TABLE
-            if not vanished or attempt == _VERSION_READS - 1:
+            if not is_missing_table(exc) or attempt == _VERSION_READS - 1:
                 raise unreachable(exc) from exc
         except Exception as exc:  # the database cannot be reached at all
             raise unreachable(exc) from exc
