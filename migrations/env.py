@@ -34,6 +34,7 @@ from acti_store.engine import (
     make_engine,
     resolve_schema,
     resolve_url,
+    switch_to_wal,
 )
 from acti_store.migrations.names import owned_name
 from acti_store.revisions import begin_migration
@@ -98,9 +99,11 @@ def run_migrations_online() -> None:
         else make_engine(config.get_main_option("sqlalchemy.url") or None, schema=_schema_given())
     )
     try:
-        with engine.execution_options(acti_write=True).connect() as conn, conn.begin():
-            begin_migration(conn, ScriptDirectory.from_config(config))
-            _run(conn)
+        with engine.execution_options(acti_write=True).connect() as conn:
+            with conn.begin():
+                begin_migration(conn, ScriptDirectory.from_config(config))
+                _run(conn)
+            switch_to_wal(conn)
     finally:
         if engine is not given:
             engine.dispose()

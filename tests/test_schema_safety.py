@@ -449,4 +449,4 @@ def test_an_applications_agents_table_is_refused_before_anything_changes(
         assert host.state() == before
     else:
         schemas, rows, public = host.state()
-        assert (rows, public) == before[1:] and "acti" in schemas
+        assert [rows, public] == before[1:] and "acti" in schemas
