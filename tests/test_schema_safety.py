@@ -6,6 +6,7 @@ processes opening a store at the same moment all succeed (the migration runs onc
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -450,3 +451,40 @@ def test_an_applications_agents_table_is_refused_before_anything_changes(
     else:
         schemas, rows, public = host.state()
         assert [rows, public] == before[1:] and "acti" in schemas
+
+
+def test_a_sqlite_file_of_another_application_switches_to_wal_only_once_it_holds_the_store(
+    tmp_path: Path,
+) -> None:
+    """A file with only the application's ``users`` may hold the store beside them: acti_store
+    switches it to WAL once the migration has made the store there, not when it connects."""
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)")
+        conn.execute("INSERT INTO users VALUES (1, 'ada@example.com')")
+    conn.close()
+
+    unmigrated = open_repository(f"sqlite:///{path}", migrate=False)
+    try:
+        with pytest.raises(StoreUnavailableError, match="tables are missing"):
+            unmigrated.list_names()
+    finally:
+        unmigrated.close()
+    assert journal_mode(path) == "delete"
+
+    repo = open_repository(f"sqlite:///{path}")
+    try:
+        repo.create(make_config())
+        assert journal_mode(path) == "wal"
+    finally:
+        repo.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT * FROM users").fetchall() == [(1, "ada@example.com")]
+    conn.close()
+
+
+def journal_mode(path: Path) -> str:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+    conn.close()
+    return mode
