@@ -35,40 +35,40 @@ def open_repository(
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
-        URLs: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
-        ``postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE`` (``pip install
-        "acti-store[postgres]"``). Brings the schema to Alembic head unless ``migrate=False`` (then,
-    on a store never migrated, every call raises a lasting ``StoreUnavailableError``: "the store's
-    tables are missing (run `acti-store migrate`)", on both engines).
-        ``schema`` (PostgreSQL only; else ``ACTI_STORE_SCHEMA``; ``""`` for none) puts every object
-        of the store, its revision too, in that schema of the database (created if missing) and
-        looks for tables nowhere else, so an application's own tables of the same names in other
-        schemas are never touched; without it the store is in the connection's default schema.
-        ``read_only=True`` opens for reading only: no migration (the schema must be at head), no
-        WAL switch, SQLite ``mode=ro`` (``immutable=1`` when the file's folder is read-only too),
-        PostgreSQL read-only transactions; every write raises ``ReadOnlyStoreError``.
-        ``clock`` (a callable returning an aware UTC datetime) sets every timestamp the store
-        writes; tests pass a fixed one. Unless a ``mirror`` is given, ``export_dir`` (else
-        ``ACTI_STORE_EXPORT_DIR``; ``""`` for none) names a directory whose JSON files are
-        rewritten after each committed write. ``lock_timeout`` (seconds) is how long one call may
-        wait in all for a lock another writer holds, retries included; then it fails with a
-        ``StoreUnavailableError`` saying so. ``keep_versions`` (None: keep every configuration
-        version) prunes each agent's snapshots on every write to that many besides the current and
-        the labelled ones (``prune_versions``).
+    URLs: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
+    ``postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE`` (``pip install
+    "acti-store[postgres]"``). Brings the schema to Alembic head unless ``migrate=False``;
+    then, on a store never migrated, every call raises a lasting ``StoreUnavailableError``
+    ("the store's tables are missing (run `acti-store migrate`)"), on both engines.
+    ``schema`` (PostgreSQL only; else ``ACTI_STORE_SCHEMA``; ``""`` for none) puts every object
+    of the store, its revision too, in that schema of the database (created if missing) and
+    looks for tables nowhere else, so an application's own tables of the same names in other
+    schemas are never touched; without it the store is in the connection's default schema.
+    ``read_only=True`` opens for reading only: no migration (the schema must be at head), no
+    WAL switch, SQLite ``mode=ro`` (``immutable=1`` when the file's folder is read-only too),
+    PostgreSQL read-only transactions; every write raises ``ReadOnlyStoreError``.
+    ``clock`` (a callable returning an aware UTC datetime) sets every timestamp the store
+    writes; tests pass a fixed one. Unless a ``mirror`` is given, ``export_dir`` (else
+    ``ACTI_STORE_EXPORT_DIR``; ``""`` for none) names a directory whose JSON files are
+    rewritten after each committed write. ``lock_timeout`` (seconds) is how long one call may
+    wait in all for a lock another writer holds, retries included; then it fails with a
+    ``StoreUnavailableError`` saying so. ``keep_versions`` (None: keep every configuration
+    version) prunes each agent's snapshots on every write to that many besides the current and
+    the labelled ones (``prune_versions``).
 
-        Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``) for a
-        ``lock_timeout`` that is not a positive number; ``StoreUrlError`` (also a ``ValueError``)
-        for a URL that is not one of those forms, for a schema name PostgreSQL would need quoted
-        (see ``acti_store.engine.SCHEMA_NAME_RULE``), for a schema on SQLite (give acti_store a
-        file of its own instead), and, before anything in it changes, for a SQLite file or
-        PostgreSQL schema that holds another application's tables of acti_store's names (its own
-        ``agents``, say; a store records its revision in ``acti_store_alembic_version``);
-        ``MissingDriverError`` (also an ``ImportError``)
-        when the database driver is not installed, saying what to install;
-        ``StoreUnavailableError`` when the database cannot be reached or created;
-        ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``) when the store cannot be
-        written by this process and ``read_only`` was not given; ``SchemaVersionError`` for a
-        schema written by a newer acti_store (or, read-only, one not at head).
+    Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``) for a
+    ``lock_timeout`` that is not a positive number; ``StoreUrlError`` (also a ``ValueError``)
+    for a URL that is not one of those forms, for a schema name PostgreSQL would need quoted
+    (see ``acti_store.engine.SCHEMA_NAME_RULE``), for a schema on SQLite (give acti_store a
+    file of its own instead), and, before anything in it changes, for a SQLite file or
+    PostgreSQL schema that holds another application's tables of acti_store's names (its own
+    ``agents``, say; a store records its revision in ``acti_store_alembic_version``);
+    ``MissingDriverError`` (also an ``ImportError``)
+    when the database driver is not installed, saying what to install;
+    ``StoreUnavailableError`` when the database cannot be reached or created;
+    ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``) when the store cannot be
+    written by this process and ``read_only`` was not given; ``SchemaVersionError`` for a
+    schema written by a newer acti_store (or, read-only, one not at head).
     """
     if not lock_timeout > 0:
         raise InvalidInputError(
