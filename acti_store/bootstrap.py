@@ -37,7 +37,9 @@ def open_repository(
 
     URLs: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
     ``postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE`` (``pip install
-    "acti-store[postgres]"``). Brings the schema to Alembic head unless ``migrate=False``.
+    "acti-store[postgres]"``). Brings the schema to Alembic head unless ``migrate=False``;
+    then, on a store never migrated, every call raises a lasting ``StoreUnavailableError``
+    ("the store's tables are missing (run `acti-store migrate`)"), on both engines.
     ``schema`` (PostgreSQL only; else ``ACTI_STORE_SCHEMA``; ``""`` for none) puts every object
     of the store, its revision too, in that schema of the database (created if missing) and
     looks for tables nowhere else, so an application's own tables of the same names in other
@@ -57,8 +59,11 @@ def open_repository(
     Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``) for a
     ``lock_timeout`` that is not a positive number; ``StoreUrlError`` (also a ``ValueError``)
     for a URL that is not one of those forms, for a schema name PostgreSQL would need quoted
-    (see ``acti_store.engine.SCHEMA_NAME_RULE``) and for a schema on SQLite (give acti_store a
-    file of its own instead); ``MissingDriverError`` (also an ``ImportError``)
+    (see ``acti_store.engine.SCHEMA_NAME_RULE``), for a schema on SQLite (give acti_store a
+    file of its own instead), and, before anything in it changes, for a SQLite file or
+    PostgreSQL schema that holds another application's tables of acti_store's names (its own
+    ``agents``, say; a store records its revision in ``acti_store_alembic_version``);
+    ``MissingDriverError`` (also an ``ImportError``)
     when the database driver is not installed, saying what to install;
     ``StoreUnavailableError`` when the database cannot be reached or created;
     ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``) when the store cannot be

@@ -60,6 +60,13 @@ _PG_TRANSIENT: Final = frozenset(
     {"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300"}
 )
 _PG_TRANSIENT_CLASSES: Final = frozenset({"08"})
+#: A store opened without migrating (``open_repository(url, migrate=False)``) before its schema
+#: was made: what both engines say to every call that reads or writes it.
+TABLES_MISSING: Final = "the store's tables are missing (run `acti-store migrate`)"
+#: PostgreSQL's SQLSTATE of a table that does not exist (SQLite has no code of its own for it).
+_PG_UNDEFINED_TABLE: Final = "42P01"
+#: How SQLite begins the message of a table that does not exist (a plain SQLITE_ERROR).
+_SQLITE_NO_TABLE: Final = "no such table:"
 #: PostgreSQL SQLSTATEs (or classes) of a lasting problem, and what it means for the store.
 _PG_LASTING: Final = {
     "53100": "the database server's disk is full",
@@ -67,7 +74,6 @@ _PG_LASTING: Final = {
     _READ_ONLY_SQLSTATE: "the store is read-only",
     "3D000": "the database does not exist",
     "3F000": "the store's schema does not exist",
-    "42P01": "the store's tables are missing (run `acti-store migrate`)",
     "XX001": "the database reports corrupt data",
     "XX002": "the database reports a corrupt index",
     "58030": "the database server failed to read or write its files",
@@ -119,8 +125,19 @@ def is_retryable(exc: BaseException) -> bool:
     return getattr(orig, "sqlstate", None) in _RETRYABLE_SQLSTATES or is_sqlite_busy(orig)
 
 
+def is_missing_table(exc: BaseException) -> bool:
+    """A statement named a table the database does not have: the store was never migrated (or
+    a version table vanished while it was read)."""
+    orig = driver_error(exc)
+    if _sqlite_code(orig) == sqlite3.SQLITE_ERROR:
+        return str(orig).startswith(_SQLITE_NO_TABLE)
+    return getattr(orig, "sqlstate", None) == _PG_UNDEFINED_TABLE
+
+
 def _lasting_problem(exc: BaseException) -> str | None:
     """What is wrong, for a driver error whose cause retrying will not remove; else None."""
+    if is_missing_table(exc):
+        return TABLES_MISSING
     orig = driver_error(exc)
     code = _sqlite_code(orig)
     if code is not None:

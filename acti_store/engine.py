@@ -201,7 +201,8 @@ def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute(lock_wait_sql(True, lock_timeout))
-    _enable_wal(cursor, lock_timeout)
+    if _empty_or_a_store(cursor):
+        _enable_wal(cursor, lock_timeout)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     cursor.execute(f"PRAGMA journal_size_limit = {SQLITE_WAL_SIZE_LIMIT}")
@@ -266,6 +267,29 @@ def _postgresql_checkout(
         raise sa_exc.DisconnectionError(str(exc)) from exc
 
 
+def _empty_or_a_store(cursor: Any) -> bool:
+    """Whether the file is new or empty, or holds acti_store's version table: a file that is
+    acti_store's to switch to WAL. Another application's file is switched only once a migration
+    has made the store in it (``switch_to_wal``), after checking that none of its tables bears
+    a name of acti_store's (``acti_store.revisions``): a refused file is left as it was."""
+    rows = cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return not rows or any(name == VERSION_TABLE for (name,) in rows)
+
+
+def switch_to_wal(conn: Connection) -> None:
+    """SQLite: switch the store's file to WAL, outside any transaction of ``conn`` (a no-op once
+    it is, and on PostgreSQL). Run after a migration commits: the connection policy switches
+    only a file that is empty or already a store (``_empty_or_a_store``)."""
+    if conn.dialect.name != "sqlite":
+        return
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        (busy_ms,) = cursor.execute("PRAGMA busy_timeout").fetchone()
+        _enable_wal(cursor, busy_ms / 1000)
+    finally:
+        cursor.close()
+
+
 def _enable_wal(cursor: Any, lock_timeout: float) -> None:
     """Switch to WAL (kept in the file once set). Switching needs the database to itself and does
     not wait on the busy timeout: two processes opening a new store at once retry here."""
@@ -324,7 +348,8 @@ def make_engine(
     _async: bool = False,
     **kwargs: Any,
 ) -> Engine:
-    """An engine with acti_store's connection policy (SQLite: WAL, FKs, busy timeout; both: lock
+    """An engine with acti_store's connection policy (SQLite: WAL for a file that is empty or a
+    store (``switch_to_wal`` for the rest), FKs, busy timeout; both: lock
     waits end after ``lock_timeout`` seconds; PostgreSQL: ``schema`` as the search path).
 
     ``schema`` (PostgreSQL; else ``ACTI_STORE_SCHEMA``, ``resolve_schema``) is carried by the

@@ -142,7 +142,9 @@ class ArgumentTypeError(AgentStoreError, TypeError):
 
 
 class StoreUrlError(AgentStoreError, ValueError):
-    """The database URL cannot name a store: not a URL, or a database acti_store does not use."""
+    """The database URL cannot name a store: not a URL, a database acti_store does not use, or
+    a SQLite file or PostgreSQL schema that holds another application's tables of acti_store's
+    names (refused before anything in it changes; the message says where to put the store)."""
 
 
 class MissingDriverError(AgentStoreError, ImportError):

@@ -18,15 +18,22 @@ from sqlalchemy import Connection, Engine, column, func, select, text
 from sqlalchemy import table as sa_table
 from sqlalchemy.exc import DBAPIError
 
-from .dberrors import unreachable
-from .engine import LEGACY_VERSION_TABLE, VERSION_TABLE, alembic_config, store_schema
-from .errors import InvalidInputError, SchemaVersionError
+from .dberrors import is_missing_table, unreachable
+from .engine import (
+    LEGACY_VERSION_TABLE,
+    VERSION_TABLE,
+    alembic_config,
+    store_location,
+    store_schema,
+    switch_to_wal,
+)
+from .errors import InvalidInputError, SchemaVersionError, StoreUrlError
+from .migrations.names import is_acti_store_table
 
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
 #: How many times the store's revision is read when a version table vanished meanwhile.
 _VERSION_READS: Final = 3
-_UNDEFINED_TABLE: Final = "42P01"
 
 
 def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[str]]:
@@ -45,28 +52,83 @@ def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[
     _refuse_unknown(script, current)
     if target == "head" and current == heads and not legacy:
         return current, current
-    with engine.execution_options(acti_write=True).begin() as conn:
-        before = begin_migration(conn, script)
-        _refuse_unknown(script, before)
-        if target == "head" or not _is_ancestor(script, target, before):
-            if target != "head":
-                _known_target(script, target)
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, target)
-        else:
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, target)
-        after = _heads_in(conn, VERSION_TABLE)
+    with engine.execution_options(acti_write=True).connect() as conn:
+        with conn.begin():
+            before = begin_migration(conn, script)
+            _refuse_unknown(script, before)
+            if target == "head" or not _is_ancestor(script, target, before):
+                if target != "head":
+                    _known_target(script, target)
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, target)
+            else:
+                cfg.attributes["connection"] = conn
+                command.downgrade(cfg, target)
+            after = _heads_in(conn, VERSION_TABLE)
+        switch_to_wal(conn)
     return before, after
 
 
 def begin_migration(conn: Connection, script: ScriptDirectory) -> set[str]:
-    """Everything before Alembic runs, in ``conn``'s transaction: ``migration_lock``, the
-    store's schema created if it is missing, and ``adopt_legacy_version``; return the store's
-    revisions. ``upgrade_schema`` and ``alembic upgrade`` (``migrations/env.py``) both do this."""
+    """Everything before Alembic runs, in ``conn``'s transaction: ``migration_lock``,
+    ``refuse_foreign_tables``, the store's schema created if it is missing, and
+    ``adopt_legacy_version``; return the store's revisions. ``upgrade_schema`` and ``alembic
+    upgrade`` (``migrations/env.py``) both do this; both run ``switch_to_wal`` after the commit."""
     migration_lock(conn)
+    refuse_foreign_tables(conn, script)
     create_store_schema(conn)
     return adopt_legacy_version(conn, script)
+
+
+def refuse_foreign_tables(conn: Connection, script: ScriptDirectory) -> None:
+    """Refuse (``StoreUrlError``), before any DDL, a SQLite file or PostgreSQL schema where
+    tables (or views) of acti_store's names are not acti_store's: another application's own
+    ``agents``, say. They are acti_store's when its revision is recorded (``VERSION_TABLE``, or
+    ``alembic_version`` as earlier versions kept it): a store at head or part way up."""
+    found = _relation_names(conn)
+    clashing = sorted(n for n in found if is_acti_store_table(n) and n != VERSION_TABLE)
+    if not clashing or _heads_in(conn, VERSION_TABLE):
+        return
+    if any(_known(script, rev) for rev in _heads_in(conn, LEGACY_VERSION_TABLE)):
+        return
+    listed = ", ".join(clashing)
+    opening = (
+        f"the database file {store_location(conn.engine.url)}"
+        if conn.dialect.name == "sqlite"
+        else f"the schema {_current_schema(conn)} of the PostgreSQL database"
+    )
+    what = (
+        f"{opening} already holds tables of acti_store's names that are not acti_store's: "
+        f"{listed} (no acti_store revision is recorded in {VERSION_TABLE}). They belong to "
+        "another application, and nothing was changed. "
+    )
+    if conn.dialect.name == "sqlite":
+        raise StoreUrlError(
+            what + "Give acti_store a database file of its own (e.g. sqlite:///acti_store.db)"
+        )
+    raise StoreUrlError(
+        what + 'Give acti_store a schema of its own, e.g. open_repository(url, schema="acti"), '
+        "acti-store --schema acti ..., alembic -x schema=acti or ACTI_STORE_SCHEMA=acti"
+    )
+
+
+def _relation_names(conn: Connection) -> set[str]:
+    """The names of the tables and views where the migrations would create acti_store's: the
+    SQLite file, or PostgreSQL's current schema (the store's; none when it does not exist)."""
+    if conn.dialect.name == "sqlite":
+        query = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+    else:
+        query = (
+            "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
+            "AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
+        )
+    names: list[str] = list(conn.execute(text(query)).scalars())
+    return set(names)
+
+
+def _current_schema(conn: Connection) -> str:
+    return str(conn.execute(text("SELECT current_schema()")).scalar_one())
 
 
 def create_store_schema(conn: Connection) -> None:
@@ -166,8 +228,7 @@ def _current_heads(engine: Engine, script: ScriptDirectory) -> tuple[set[str], b
                 legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
                 return legacy, bool(legacy)
         except DBAPIError as exc:
-            vanished = getattr(exc.orig, "sqlstate", None) == _UNDEFINED_TABLE
-            if not vanished or attempt == _VERSION_READS - 1:
+            if not is_missing_table(exc) or attempt == _VERSION_READS - 1:
                 raise unreachable(exc) from exc
         except Exception as exc:  # the database cannot be reached at all
             raise unreachable(exc) from exc

@@ -6,6 +6,9 @@ caller, ``ACTI_STORE_URL``, or the default SQLite store. Batch mode is on for SQ
 lives in ``acti_store_alembic_version`` (``VERSION_TABLE``), never in ``alembic_version``, which an
 application's own Alembic may use in the same database; a store whose revision an earlier
 acti_store kept there has it moved first, under the migration lock, in the migration's transaction.
+Before anything is written, a SQLite file or PostgreSQL schema holding another application's tables
+of acti_store's names is refused (``acti_store.revisions.refuse_foreign_tables``); a SQLite file is
+switched to WAL once the migration has committed (``acti_store.engine.switch_to_wal``).
 Loads logging sections only when the ini has them (a minimal ini has none).
 
 PostgreSQL schema of the store (``open_repository(schema=...)``): the one the handed connection or
@@ -34,6 +37,7 @@ from acti_store.engine import (
     make_engine,
     resolve_schema,
     resolve_url,
+    switch_to_wal,
 )
 from acti_store.migrations.names import owned_name
 from acti_store.revisions import begin_migration
@@ -98,9 +102,11 @@ def run_migrations_online() -> None:
         else make_engine(config.get_main_option("sqlalchemy.url") or None, schema=_schema_given())
     )
     try:
-        with engine.execution_options(acti_write=True).connect() as conn, conn.begin():
-            begin_migration(conn, ScriptDirectory.from_config(config))
-            _run(conn)
+        with engine.execution_options(acti_write=True).connect() as conn:
+            with conn.begin():
+                begin_migration(conn, ScriptDirectory.from_config(config))
+                _run(conn)
+            switch_to_wal(conn)
     finally:
         if engine is not given:
             engine.dispose()

@@ -1,9 +1,14 @@
 """Opening a store never loses data to the schema: old stores are upgraded with their rows intact,
-stores written by a newer acti_store are refused without a write, and processes opening a store
-at the same moment all succeed (the migration runs once, under a lock)."""
+stores written by a newer acti_store are refused without a write, a database or schema that holds
+another application's tables of acti_store's names is refused before anything in it changes, and
+processes opening a store at the same moment all succeed (the migration runs once, under a lock)."""
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,14 +18,17 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
-from conftest import make_config
+from conftest import BACKENDS, make_config
 from data.v1_store import V1_ROWS, create_v1_store
+from fresh_database import fresh_postgres_database, relations
 from workers import children, scenarios
 
 from acti_store import (
     AgentUpdate,
     SchemaVersionError,
     SearchQuery,
+    StoreUnavailableError,
+    StoreUrlError,
     open_repository,
 )
 from acti_store.cli import main as cli_main
@@ -311,3 +319,172 @@ def test_processes_opening_a_store_with_the_old_version_table_at_once_all_succee
             else:
                 assert LEGACY_VERSION_TABLE not in tables_of(url)
             check_v1_agents_intact(url)
+
+
+# -- a store not migrated, and a database that is not a store ---------------------------------
+
+#: What a store without its tables says, on either engine, to every call that reads or writes.
+TABLES_MISSING = "the store's tables are missing (run `acti-store migrate`): "
+
+
+def test_a_store_opened_without_migrating_says_its_tables_are_missing(store_url: str) -> None:
+    repo = open_repository(store_url, migrate=False)
+    try:
+        calls: list[Callable[[], object]] = [
+            repo.list_names,
+            lambda: repo.get("lead_qualifier"),
+            lambda: repo.create(make_config()),
+            lambda: repo.search(SearchQuery(query="lead")),
+        ]
+        for call in calls:
+            with pytest.raises(StoreUnavailableError) as missing:
+                call()
+            assert str(missing.value).startswith(TABLES_MISSING), str(missing.value)
+            assert "agents" in str(missing.value)
+            assert missing.value.transient is False
+    finally:
+        repo.close()
+
+
+class HostDatabase:
+    """Another application's database: its own ``agents`` and ``users`` tables, with rows, where
+    acti_store would put its tables (a SQLite file; PostgreSQL's default schema, ``public``)."""
+
+    def __init__(self, url: str, folder: Path | None) -> None:
+        self.url, self.folder = url, folder
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                for statement in (
+                    "CREATE TABLE agents (id INTEGER PRIMARY KEY, nickname VARCHAR(50))",
+                    "CREATE TABLE users (id INTEGER PRIMARY KEY, email VARCHAR(200))",
+                    "INSERT INTO agents (id, nickname) VALUES (1, 'bond'), (2, 'smiley')",
+                    "INSERT INTO users (id, email) VALUES (1, 'ada@example.com')",
+                ):
+                    conn.execute(sa.text(statement))
+        finally:
+            engine.dispose()
+
+    @property
+    def sqlite(self) -> bool:
+        return self.folder is not None
+
+    def state(self) -> list[Any]:
+        """Everything acti_store could change: SQLite's file, byte for byte (its journal mode is
+        in its header), and the files beside it; PostgreSQL's schemas, relations and rows."""
+        if self.folder is not None:
+            files = sorted(p.name for p in self.folder.iterdir())
+            content = (self.folder / "host.db").read_bytes()
+            return [files, hashlib.sha256(content).hexdigest()]
+        engine = sa.create_engine(self.url)
+        try:
+            with engine.connect() as conn:
+                schemas = conn.execute(sa.text("SELECT nspname FROM pg_namespace ORDER BY 1"))
+                rows = [
+                    conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY id")).all()
+                    for table in ("agents", "users")
+                ]
+                return [schemas.scalars().all(), rows, relations(self.url, "public")]
+        finally:
+            engine.dispose()
+
+    def check_refusal(self, message: str) -> None:
+        """The refusal names the table that clashes and says where acti_store can go instead."""
+        assert "agents" in message and "users" not in message, message
+        assert "nothing was changed" in message, message
+        if self.sqlite:
+            assert "a database file of its own" in message, message
+        else:
+            assert "schema=" in message and "--schema" in message, message
+        assert "\n" not in message
+
+
+@pytest.fixture(params=BACKENDS)
+def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HostDatabase]:
+    if request.param == "sqlite":
+        folder = tmp_path / "host"
+        folder.mkdir()
+        yield HostDatabase(f"sqlite:///{folder / 'host.db'}", folder)
+        return
+    with fresh_postgres_database() as url:
+        yield HostDatabase(url, None)
+
+
+def test_an_applications_agents_table_is_refused_before_anything_changes(
+    host: HostDatabase, tmp_path: Path
+) -> None:
+    before = host.state()
+
+    with pytest.raises(StoreUrlError) as by_open:
+        open_repository(host.url)
+    host.check_refusal(str(by_open.value))
+    assert host.state() == before
+
+    with pytest.raises(StoreUrlError) as by_alembic:
+        command.upgrade(alembic_config(sa.make_url(host.url)), "head")
+    assert str(by_alembic.value) == str(by_open.value)
+    assert host.state() == before
+
+    done = subprocess.run(
+        [sys.executable, "-m", "acti_store", "migrate", "--url", host.url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"error: {by_open.value}\n"
+    assert "please report" not in done.stderr and "Traceback" not in done.stderr
+    assert host.state() == before
+
+    # What the message says to do works, and still leaves the application's tables alone.
+    if host.sqlite:
+        own = open_repository(f"sqlite:///{tmp_path / 'acti_store.db'}")
+    else:
+        own = open_repository(host.url, schema="acti")
+    try:
+        own.create(make_config())
+        assert own.list_names() == ["lead_qualifier"]
+    finally:
+        own.close()
+    if host.sqlite:
+        assert host.state() == before
+    else:
+        schemas, rows, public = host.state()
+        assert [rows, public] == before[1:] and "acti" in schemas
+
+
+def test_a_sqlite_file_of_another_application_switches_to_wal_only_once_it_holds_the_store(
+    tmp_path: Path,
+) -> None:
+    """A file with only the application's ``users`` may hold the store beside them: acti_store
+    switches it to WAL once the migration has made the store there, not when it connects."""
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)")
+        conn.execute("INSERT INTO users VALUES (1, 'ada@example.com')")
+    conn.close()
+
+    unmigrated = open_repository(f"sqlite:///{path}", migrate=False)
+    try:
+        with pytest.raises(StoreUnavailableError, match="tables are missing"):
+            unmigrated.list_names()
+    finally:
+        unmigrated.close()
+    assert journal_mode(path) == "delete"
+
+    repo = open_repository(f"sqlite:///{path}")
+    try:
+        repo.create(make_config())
+        assert journal_mode(path) == "wal"
+    finally:
+        repo.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT * FROM users").fetchall() == [(1, "ada@example.com")]
+    conn.close()
+
+
+def journal_mode(path: Path) -> str:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+    conn.close()
+    return mode

@@ -8,11 +8,15 @@ application's (``owned_name``, used by acti_store's ``env.py``).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Final
 
+from alembic import context
 from alembic.runtime.environment import IncludeNameFn, NameFilterParentNames, NameFilterType
+from sqlalchemy import MetaData
 
 from ..engine import ENV_SCHEMA, VERSION_TABLE
+from ..errors import InvalidInputError
 from ..schema import Base
 
 #: acti_store's tables in its ORM metadata: what ``alembic check`` compares.
@@ -42,7 +46,9 @@ def owned_name(
     return not name.startswith(SEARCH_INDEX_PREFIXES)
 
 
-def ignore_acti_store(schema: str | None = None) -> IncludeNameFn:
+def ignore_acti_store(
+    schema: str | None = None, *, metadata: MetaData | Sequence[MetaData] | None = None
+) -> IncludeNameFn:
     """The ``include_name`` for an application's own Alembic ``env.py`` that shares a database
     with acti_store: its autogenerate and ``alembic check`` then neither see acti_store's
     tables as drift nor propose to drop them::
@@ -55,10 +61,36 @@ def ignore_acti_store(schema: str | None = None) -> IncludeNameFn:
     None: ``ACTI_STORE_SCHEMA``; ``""``: the application's default schema, as on SQLite). With
     a schema of its own, that schema is left out (it only shows with ``include_schemas=True``)
     and the application's own ``agents`` table in its default schema is compared as usual;
-    without one, acti_store's tables are left out of the default schema by name. Combine it
-    with a filter of your own as ``lambda *a: ours(*a) and mine(*a)``.
+    without one, acti_store's tables are left out of the default schema by name.
+
+    A table the application's metadata declares is never left out, whatever its name or schema:
+    the application's own ``agents`` is compared even when acti_store is elsewhere (a SQLite
+    file of its own) and the filter was told ``schema=""``. The metadata is ``metadata``, else
+    the ``target_metadata`` that ``env.py`` gave ``context.configure`` (read when Alembic
+    compares). Outside a run of ``env.py`` (``alembic.autogenerate.compare_metadata`` on a
+    context of your own), pass ``metadata``: without it the filter raises ``InvalidInputError``
+    rather than guess whether a table of acti_store's name is the application's.
+    Combine it with a filter of your own as ``lambda *a: ours(*a) and mine(*a)``.
     """
     own = os.environ.get(ENV_SCHEMA, "") if schema is None else schema
+    given = None if metadata is None else _declared(metadata)
+
+    def declared() -> set[tuple[str | None, str]]:
+        if given is not None:
+            return given
+        target = _running_target_metadata()
+        if target is None:
+            raise InvalidInputError(
+                "ignore_acti_store argument",
+                [
+                    (
+                        "metadata",
+                        "needed outside a run of Alembic's env.py: pass the application's "
+                        "MetaData, so that its own tables are never taken for acti_store's",
+                    )
+                ],
+            )
+        return _declared(target)
 
     def include_name(
         name: str | None, type_: NameFilterType, parent_names: NameFilterParentNames
@@ -66,12 +98,28 @@ def ignore_acti_store(schema: str | None = None) -> IncludeNameFn:
         if name is None:
             return True
         if type_ == "schema":
-            return not own or name != own
+            return not own or name != own or any(s == own for s, _ in declared())
         if type_ != "table":
             return True
         table_schema = parent_names.get("schema_name")
-        if own:
-            return table_schema != own
-        return table_schema is not None or not is_acti_store_table(name)
+        # Where acti_store's tables are: its schema, else its names in the default schema.
+        ours = table_schema == own if own else table_schema is None and is_acti_store_table(name)
+        return not ours or (table_schema, name) in declared()
 
     return include_name
+
+
+def _declared(metadata: MetaData | Sequence[MetaData]) -> set[tuple[str | None, str]]:
+    """The tables ``metadata`` declares, as ``(schema, name)`` (schema None: the default)."""
+    every = [metadata] if isinstance(metadata, MetaData) else list(metadata)
+    return {(table.schema, table.name) for one in every for table in one.tables.values()}
+
+
+def _running_target_metadata() -> MetaData | Sequence[MetaData] | None:
+    """The ``target_metadata`` of the Alembic ``env.py`` running now, if one is."""
+    try:
+        running = context.get_context()
+    except NameError:  # Alembic's proxy: no env.py is running
+        return None
+    target = running.opts.get("target_metadata")
+    return target if isinstance(target, MetaData | Sequence) else None
