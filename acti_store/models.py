@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -256,6 +256,18 @@ def _check_tags(values: list[str]) -> list[str]:
     return values
 
 
+def too_many_tags(tags: Sequence[str]) -> str | None:
+    """Why a search cannot ask for ``tags`` (distinct), or None: an agent must have ALL of
+    them and has at most ``MAX_TAGS``, so a search for more could match nothing. It is refused
+    as a mistake instead (and never becomes SQL that grows with its length)."""
+    if len(tags) <= MAX_TAGS:
+        return None
+    return (
+        f"at most {MAX_TAGS} tags: an agent has at most {MAX_TAGS}, and a search asks for "
+        f"ALL the tags it names ({len(tags)} given)"
+    )
+
+
 def _none_as_empty(value: object) -> object:
     return [] if value is None else value
 
@@ -491,7 +503,10 @@ class SearchQuery(_Model):
         if value is None:
             return None
         tags = [_no_surrogates(_no_nul(tag.strip().lower())) for tag in value if tag.strip()]
-        return _unique(tags)
+        tags = _unique(tags)
+        if (problem := too_many_tags(tags)) is not None:
+            raise PydanticCustomError("too_many_tags", problem)
+        return tags
 
     def filters(self) -> dict[str, Any]:
         """The filters that are set, in the contract's order (``query`` excluded)."""
