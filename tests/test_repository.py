@@ -348,6 +348,15 @@ def test_search_for_more_tags_than_an_agent_has_is_refused_at_once(
     assert names(catalogue, tags=repeated.tags) == ["appointment_scheduler", "lead_qualifier"]
 
 
+def test_a_repeated_word_or_tag_counts_once(catalogue: SqlAgentRepository):
+    """A query of 250 words (its 500 characters) is one condition per distinct word."""
+    assert names(catalogue, query="a " * 250) == names(catalogue, query="a")
+    assert names(catalogue, query="LEAD lead Lead " * 30) == ["lead_qualifier", "lead_researcher"]
+    assert names(catalogue, tags=["sales", "Sales", " sales"] * 100) == names(
+        catalogue, tags=["sales"]
+    )
+
+
 def test_search_for_every_tag_an_agent_has(repo: SqlAgentRepository):
     """MAX_TAGS tags, the most an agent has: the agent that has them all, and no other."""
     every = [f"tag-{i}" for i in range(MAX_TAGS)]

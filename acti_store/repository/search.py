@@ -118,8 +118,9 @@ def needs_snapshot(query: SearchQuery, *, sqlite: bool) -> bool:
 
 
 def _words(query: str | None) -> list[str]:
-    """The words of a text query, in lower case: each must be in the name or the description."""
-    return query.lower().split() if query else []
+    """The distinct words of a text query, in lower case: each must be in the name or the
+    description (a repeated word adds no condition)."""
+    return list(dict.fromkeys(query.lower().split())) if query else []
 
 
 def _indexed(words: list[str]) -> list[str]:
