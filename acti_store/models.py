@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -64,6 +64,8 @@ TAG_PATTERN: Final = re.compile(r"^[a-z][a-z0-9-]*$")
 TAG_MIN_LENGTH: Final = 2
 TAG_MAX_LENGTH: Final = 32
 MAX_TAGS: Final = 10
+#: A search is for the agents with ALL the tags it names (distinct): more than MAX_TAGS match none.
+SEARCH_TAGS_RULE: Final = f"at most {MAX_TAGS} tags: a match has ALL of them, and no agent has more"
 #: Tags with a special meaning, from in use to retired; sorted, the contract's table order.
 RESERVED_TAGS: Final[Mapping[str, str]] = {
     "production": "Agent is approved for production use",
@@ -254,18 +256,6 @@ def _check_tags(values: list[str]) -> list[str]:
             "too_many_tags", "at most {max} tags are allowed", {"max": MAX_TAGS}
         )
     return values
-
-
-def too_many_tags(tags: Sequence[str]) -> str | None:
-    """Why a search cannot ask for ``tags`` (distinct), or None: an agent must have ALL of
-    them and has at most ``MAX_TAGS``, so a search for more could match nothing. It is refused
-    as a mistake instead (and never becomes SQL that grows with its length)."""
-    if len(tags) <= MAX_TAGS:
-        return None
-    return (
-        f"at most {MAX_TAGS} tags: an agent has at most {MAX_TAGS}, and a search asks for "
-        f"ALL the tags it names ({len(tags)} given)"
-    )
 
 
 def _none_as_empty(value: object) -> object:
@@ -465,13 +455,6 @@ def _parse_bound(value: object, info: ValidationInfo) -> object:
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
-def escape_like(text: str, escape: str = "\\") -> str:
-    """Make ``%`` and ``_`` literal in a LIKE pattern."""
-    return (
-        text.replace(escape, escape + escape).replace("%", escape + "%").replace("_", escape + "_")
-    )
-
-
 class SearchQuery(_Model):
     """Every filter, sort and limit of ``search_agents``; filters combine with AND."""
 
@@ -502,10 +485,9 @@ class SearchQuery(_Model):
         # shape of the text is checked so that hostile input never reaches SQL as a surprise.
         if value is None:
             return None
-        tags = [_no_surrogates(_no_nul(tag.strip().lower())) for tag in value if tag.strip()]
-        tags = _unique(tags)
-        if (problem := too_many_tags(tags)) is not None:
-            raise PydanticCustomError("too_many_tags", problem)
+        tags = _unique([_no_surrogates(_no_nul(t.strip().lower())) for t in value if t.strip()])
+        if len(tags) > MAX_TAGS:
+            raise PydanticCustomError("too_many_tags", SEARCH_TAGS_RULE)
         return tags
 
     def filters(self) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
 from ..errors import InvalidInputError
-from ..models import SearchQuery, escape_like, too_many_tags
+from ..models import MAX_TAGS, SEARCH_TAGS_RULE, SearchQuery
 from ..schema import agent_tags, agents, masks_containing
 from ..sqlexec import Cursor, Prepared
 from .cursor import SortKey
@@ -217,8 +217,8 @@ def _bound(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> tuple[_Shape,
         values["stratum"] = query.stratum
     masks = masks_containing(query.tools) if query.tools else []
     tags = list(dict.fromkeys(query.tags or ()))  # as validated: also a query that was not
-    if (problem := too_many_tags(tags)) is not None:
-        raise InvalidInputError("search query", [("tags", problem)])
+    if len(tags) > MAX_TAGS:
+        raise InvalidInputError("search query", [("tags", SEARCH_TAGS_RULE)])
     values |= _numbered("mask", masks) | _numbered("tag", tags)
     for bound in ("created_after", "created_before", "min_executions"):
         if (value := getattr(query, bound)) is not None:
@@ -275,6 +275,13 @@ def _text_values(
 
 def _pattern(word: str) -> str:
     return f"%{escape_like(word)}%"
+
+
+def escape_like(text: str, escape: str = "\\") -> str:
+    """Make ``%`` and ``_`` literal in a LIKE pattern."""
+    return (
+        text.replace(escape, escape + escape).replace("%", escape + "%").replace("_", escape + "_")
+    )
 
 
 def _condition(
