@@ -152,7 +152,7 @@ def test_a_run_pinned_to_a_version_past_32_bits_is_recorded_at_once(
 
     for pinned in (current, INT32_MAX + 1, INT32_MAX):
         run(pinned)
-    for pinned in (current + 1, COUNTER_MAX, 0):
+    for pinned in (current + 1, COUNTER_MAX, COUNTER_MAX + 1, 0, -1):
         with pytest.raises(VersionNotFoundError):
             run(pinned)
     assert repo.get(NAME).metadata.execution_count == current + 3
