@@ -64,6 +64,8 @@ TAG_PATTERN: Final = re.compile(r"^[a-z][a-z0-9-]*$")
 TAG_MIN_LENGTH: Final = 2
 TAG_MAX_LENGTH: Final = 32
 MAX_TAGS: Final = 10
+#: A search is for the agents with ALL the tags it names (distinct): more than MAX_TAGS match none.
+SEARCH_TAGS_RULE: Final = f"at most {MAX_TAGS} tags: a match has ALL of them, and no agent has more"
 #: Tags with a special meaning, from in use to retired; sorted, the contract's table order.
 RESERVED_TAGS: Final[Mapping[str, str]] = {
     "production": "Agent is approved for production use",
@@ -453,13 +455,6 @@ def _parse_bound(value: object, info: ValidationInfo) -> object:
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
-def escape_like(text: str, escape: str = "\\") -> str:
-    """Make ``%`` and ``_`` literal in a LIKE pattern."""
-    return (
-        text.replace(escape, escape + escape).replace("%", escape + "%").replace("_", escape + "_")
-    )
-
-
 class SearchQuery(_Model):
     """Every filter, sort and limit of ``search_agents``; filters combine with AND."""
 
@@ -490,8 +485,10 @@ class SearchQuery(_Model):
         # shape of the text is checked so that hostile input never reaches SQL as a surprise.
         if value is None:
             return None
-        tags = [_no_surrogates(_no_nul(tag.strip().lower())) for tag in value if tag.strip()]
-        return _unique(tags)
+        tags = _unique([_no_surrogates(_no_nul(t.strip().lower())) for t in value if t.strip()])
+        if len(tags) > MAX_TAGS:
+            raise PydanticCustomError("too_many_tags", SEARCH_TAGS_RULE)
+        return tags
 
     def filters(self) -> dict[str, Any]:
         """The filters that are set, in the contract's order (``query`` excluded)."""

@@ -18,6 +18,7 @@ from acti_store import (
     ExecutionRecord,
     SearchQuery,
     SqlAgentRepository,
+    VersionNotFoundError,
     export_json,
     import_json,
 )
@@ -127,3 +128,35 @@ def test_the_models_take_64_bit_counters_and_32_bit_tool_calls() -> None:
             duration_seconds=0,
             tool_calls_count=INTEGER_MAX + 1,
         )
+
+
+@pytest.mark.timeout(60)
+def test_a_run_pinned_to_a_version_past_32_bits_is_recorded_at_once(
+    repo: SqlAgentRepository, tmp_path: Path
+) -> None:
+    """An import accepts any 64-bit version; a run pinned to one past 2**31 - 1 (and no later
+    than the current one) is recorded for it, not retried for ever (issue 25: PostgreSQL looped
+    re-reading the agent, past ``lock_timeout``); one past the current version is refused."""
+    current = 3_000_000_000
+    repo.create(make_config(NAME))
+    _run(repo, "first run")
+    export_json(repo, tmp_path / "before")
+    _set_counters(tmp_path / "before", current)
+    assert import_json(repo, tmp_path / "before", on_conflict="replace").ok
+
+    def run(pinned: int) -> None:
+        record = ExecutionRecord(
+            timestamp=repo.now(), task="t", result_summary="r", success=True, duration_seconds=1
+        )
+        repo.record_execution(NAME, record, version=pinned)
+
+    for pinned in (current, INT32_MAX + 1, INT32_MAX):
+        run(pinned)
+    for pinned in (current + 1, COUNTER_MAX, COUNTER_MAX + 1, 0, -1):
+        with pytest.raises(VersionNotFoundError):
+            run(pinned)
+    assert repo.get(NAME).metadata.execution_count == current + 3
+    runs = {version: stats.total_executions for version, stats in repo.version_stats(NAME).items()}
+    assert {v: runs[v] for v in (current, INT32_MAX + 1, INT32_MAX)} == dict.fromkeys(
+        (current, INT32_MAX + 1, INT32_MAX), 1
+    )

@@ -5,6 +5,7 @@ PostgreSQL: it holds the agent's row lock (``SELECT ... FOR UPDATE``)."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,9 @@ from conftest import make_config
 from sqlalchemy.engine import make_url
 
 from acti_store import ExecutionRecord, SqlAgentRepository, StoreUnavailableError, open_repository
+from acti_store.repository import sql
+from acti_store.repository.deadline import TryAgain, within_deadline
+from acti_store.sqlexec import Answer
 
 LOCK_TIMEOUT = 2.0
 #: How far past the deadline a failing call may end: 10 %.
@@ -132,3 +136,48 @@ def test_lock_retry_keeps_the_connection_policy(
 def test_lock_timeout_must_be_positive(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match="lock_timeout"):
         open_repository(f"sqlite:///{tmp_path / 'store.db'}", lock_timeout=0)
+
+
+def test_an_attempt_that_asks_again_is_bounded_by_the_deadline() -> None:
+    """``TryAgain`` (the store changed under an attempt) retries like a lock wait, within the
+    one deadline; past it, the attempt's own error is raised (issue 25: a retry loop of its own
+    never ended)."""
+    attempts: list[float | None] = []
+    error = StoreUnavailableError("kept changing", transient=True)
+
+    def attempt(wait: float | None) -> None:
+        attempts.append(wait)
+        raise TryAgain(error)
+
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailableError) as raised:
+        within_deadline(attempt, lock_timeout=0.3, dbapi=sqlite3)
+    assert raised.value is error
+    assert time.monotonic() - start < 0.3 + SLACK
+    assert len(attempts) > 1 and attempts[0] is None
+
+
+@pytest.mark.timeout(30)
+def test_a_run_whose_pinned_version_keeps_appearing_gives_up_at_the_deadline(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL records a pinned run in one statement, then reads why when nothing was
+    recorded; when nothing keeps it (the version was made meanwhile) it tries again, but only
+    until ``lock_timeout``. Here every attempt records nothing: the call ends at the deadline."""
+    if not store_url.startswith("postgresql"):
+        pytest.skip("SQLite records a run under its write lock: it never needs another attempt")
+    repo = open_repository(store_url, lock_timeout=LOCK_TIMEOUT / 2)
+    try:
+        repo.create(make_config(NAME))
+        monkeypatch.setattr(sql, "send_run", lambda *_: Answer())  # nothing recorded, each time
+        record = ExecutionRecord(
+            timestamp=repo.now(), task="t", result_summary="r", success=True, duration_seconds=1
+        )
+        start = time.monotonic()
+        with pytest.raises(StoreUnavailableError) as raised:
+            repo.record_execution(NAME, record, version=1)
+        assert time.monotonic() - start < LOCK_TIMEOUT / 2 + SLACK
+        assert raised.value.transient is True
+        assert "kept changing" in str(raised.value)
+    finally:
+        repo.close()

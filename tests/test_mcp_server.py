@@ -68,6 +68,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_agents", {"query": "lead", "stratum": "RAI", "tools": ["crm"]}),
     ("search_agents", {"sort_by": "execution_count", "limit": 1}),
     ("search_agents", {"limit": 0, "sort_by": "size", "created_after": "yesterday"}),
+    ("search_agents", {"tags": [f"tag-{i}" for i in range(180)]}),  # issue 25: 22 s, no cap
     ("get_agent_history", {"name": "lead_qualifier"}),
     ("get_agent_history", {"name": "lead_qualifier", "limit": 99, "include_errors_only": "x"}),
     ("get_agent_history", {"name": "nobody_here"}),

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from conftest import APIS, AsyncDriven, FakeClock, make_config
+from pydantic import ValidationError
 
 from acti_store import (
     AgentExistsError,
@@ -19,11 +20,13 @@ from acti_store import (
     ExecutionRecord,
     ImportItem,
     InvalidAgentError,
+    InvalidInputError,
     NoChangesError,
     SearchQuery,
     SqlAgentRepository,
     VersionConflictError,
 )
+from acti_store.models import MAX_TAGS
 
 
 @pytest.fixture(params=APIS)
@@ -318,6 +321,57 @@ def test_search_filters(catalogue: SqlAgentRepository):
     assert names(r, query="lead", stratum="RAI", tools=["websearch"], tags=["research"]) == [
         "lead_researcher"
     ]
+
+
+#: More distinct tags than an agent can have (issue 25).
+TOO_MANY_TAGS = [f"tag-{i}" for i in range(MAX_TAGS + 1)]
+
+
+@pytest.mark.timeout(60)
+def test_search_for_more_tags_than_an_agent_has_is_refused_at_once(
+    catalogue: SqlAgentRepository,
+):
+    """Tags combine with AND and an agent has at most MAX_TAGS: a search for more can match
+    nothing, so it is refused as bad input, whatever its size (issue 25: 120 tags took 4.6 s
+    on PostgreSQL, 1,000 never ended; SQLite said "Expression tree is too large", reported as
+    the store failing). Duplicates and spellings of one tag count once."""
+    for tags in (TOO_MANY_TAGS, [f"tag-{i}" for i in range(1000)]):
+        with pytest.raises(ValidationError, match=f"at most {MAX_TAGS} tags"):
+            SearchQuery(tags=tags)
+        # A query that skipped validation is refused by the store too, as bad input.
+        unchecked = SearchQuery.model_construct(tags=tags)
+        for call in (catalogue.search, catalogue.count, catalogue.search_page):
+            with pytest.raises(InvalidInputError, match=f"at most {MAX_TAGS} tags"):
+                call(unchecked)
+    repeated = SearchQuery(tags=["production"] * 1000 + ["PRODUCTION", " production "])
+    assert repeated.tags == ["production"]
+    assert names(catalogue, tags=repeated.tags) == ["appointment_scheduler", "lead_qualifier"]
+
+
+def test_a_repeated_word_or_tag_counts_once(catalogue: SqlAgentRepository):
+    """A query of 250 words (its 500 characters) is one condition per distinct word."""
+    assert names(catalogue, query="a " * 250) == names(catalogue, query="a")
+    assert names(catalogue, query="LEAD lead Lead " * 30) == ["lead_qualifier", "lead_researcher"]
+    assert names(catalogue, tags=["sales", "Sales", " sales"] * 100) == names(
+        catalogue, tags=["sales"]
+    )
+
+
+def test_search_for_every_tag_an_agent_has(repo: SqlAgentRepository):
+    """MAX_TAGS tags, the most an agent has: the agent that has them all, and no other."""
+    every = [f"tag-{i}" for i in range(MAX_TAGS)]
+    repo.create(make_config("all_tags", tags=every))
+    repo.create(make_config("all_but_one", tags=[*every[:-1], "other"]))
+    repo.create(make_config("no_tags", tags=[]))
+    assert names(repo, tags=every) == ["all_tags"]
+    assert names(repo, tags=list(reversed(every))) == ["all_tags"]
+    assert names(repo, tags=every[:-1]) == ["all_but_one", "all_tags"]
+    assert names(repo, tags=every[:5]) == ["all_but_one", "all_tags"]
+    assert names(repo, tags=every[4:]) == ["all_tags"]
+    assert names(repo, tags=[*every[:-1], "nobody-has-this"]) == []
+    assert repo.count(SearchQuery(tags=every[:-1])) == 2
+    page = repo.search_page(SearchQuery(tags=every[:-1], limit=1))
+    assert [a.name for a in page.agents] == ["all_but_one"] and page.total == 2
 
 
 def test_search_wildcards_are_literal_text(catalogue: SqlAgentRepository):

@@ -22,6 +22,7 @@ from acti_store import (
     SqlAgentRepository,
     open_repository,
 )
+from acti_store.models import MAX_TAGS
 from acti_store.tools import make_builder_tools
 
 UNREACHABLE = "postgresql+psycopg://nobody@127.0.0.1:1/nowhere"
@@ -757,6 +758,24 @@ def test_search_reports_every_invalid_parameter(tools: dict[str, BaseTool]) -> N
         "sort_by",
     ]
     assert text.startswith("ERROR: Invalid search parameter.\n\nValidation errors:\n  - query: ")
+
+
+@pytest.mark.timeout(60)
+def test_search_for_more_tags_than_an_agent_has_is_invalid_input(
+    tools: dict[str, BaseTool],
+) -> None:
+    """An agent has at most MAX_TAGS tags and a search asks for ALL its tags: more is bad input,
+    told as such at once (issue 25: 1,000 tags ran for minutes on PostgreSQL, and SQLite's
+    "Expression tree is too large" told the model the store itself needed attention)."""
+    for count in (MAX_TAGS + 1, 1000):
+        text, artifact = call(tools["search_agents"], tags=[f"tag-{i}" for i in range(count)])
+        assert artifact["status"] == "error"
+        assert [e["field"] for e in artifact["errors"]] == ["tags"]
+        assert text.startswith("ERROR: Invalid search parameter.\n\nValidation errors:\n  - tags: ")
+        assert f"at most {MAX_TAGS} tags" in text
+        assert "store" not in text
+    text, artifact = call(tools["search_agents"], tags=["sales"] * 1000)
+    assert artifact["status"] == "success" and artifact["query"]["tags"] == ["sales"]
 
 
 def test_search_without_results_counts_unclassified(catalog: SqlAgentRepository) -> None:

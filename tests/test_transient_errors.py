@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import subprocess
+import sys
+import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -283,3 +286,84 @@ def test_transient_a_failed_postgresql_connection_is_transient() -> None:
         open_repository(url.render_as_string(hide_password=False))
     assert raised.value.transient is True
     assert str(raised.value).startswith("cannot open the store: connection failed")
+
+
+# --------------------------------------------------------------------------------------------------
+# PostgreSQL: the store's connection ended by the server in the middle of a pipelined write
+# --------------------------------------------------------------------------------------------------
+
+#: Writes whose connection the server ends mid-transaction (the store's clock, called inside the
+#: write, terminates it): each prints its error's type and whether it is transient, then the
+#: store works again. A process of its own, with no logging set up, as a library's host is:
+#: whatever psycopg logs reaches its stderr.
+KILLED_MID_WRITE = textwrap.dedent(
+    """
+    import sys, time
+    from datetime import UTC, datetime
+    import psycopg
+    from acti_store import AgentUpdate, open_repository
+    url, admin_url, application = sys.argv[1:4]
+    armed = []
+
+    def clock():
+        if armed:
+            armed.clear()
+            with psycopg.connect(admin_url, autocommit=True) as admin:
+                ended = "SELECT pid FROM pg_stat_activity WHERE application_name = %s"
+                pids = [row[0] for row in admin.execute(ended, (application,))]
+                for pid in pids:
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                left = "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)"
+                while admin.execute(left, (pids,)).fetchone()[0]:
+                    time.sleep(0.01)
+        return datetime.now(UTC)
+
+    repo = open_repository(url, clock=clock)
+    writes = {
+        "set_label": lambda: repo.set_label("lead_qualifier", "production", 1),
+        "update": lambda: repo.update(
+            "lead_qualifier", AgentUpdate(description="Qualifies leads, second version")
+        ),
+    }
+    for name, write in writes.items():
+        armed.append(True)
+        try:
+            write()
+        except Exception as exc:
+            print(name, type(exc).__name__, getattr(exc, "transient", None), flush=True)
+        print(name, "then", repo.get("lead_qualifier").metadata.version, flush=True)
+    repo.close()
+    """
+)
+
+
+@pytest.mark.postgresql
+def test_transient_a_connection_ended_mid_pipeline_is_one_clear_error(pg_store: str) -> None:
+    """A write whose connection the server ends while its statements are in a pipeline raises
+    one ``StoreUnavailableError`` (transient), nothing written, and psycopg says nothing on
+    stderr (issue 25: "error ignored terminating <psycopg.Pipeline [BAD]>: the connection is
+    lost" was printed as the error came out)."""
+    assert POSTGRES_URL is not None
+    application = f"acti_killed_{uuid.uuid4().hex[:8]}"
+    url = make_url(pg_store).update_query_dict({"application_name": application})
+    admin = make_url(POSTGRES_URL).set(drivername="postgresql")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            KILLED_MID_WRITE,
+            url.render_as_string(hide_password=False),
+            admin.render_as_string(hide_password=False),
+            application,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        "set_label StoreUnavailableError True",
+        "set_label then 1",
+        "update StoreUnavailableError True",
+        "update then 1",
+    ]

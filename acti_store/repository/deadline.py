@@ -4,7 +4,8 @@ A write waits for a lock another writer holds (SQLite's busy timeout, PostgreSQL
 ``lock_timeout``) and is tried again after a lock timeout, a serialization failure or a deadlock.
 Each attempt may wait only for the time left, and no attempt starts after the deadline, so a call
 fails within ``lock_timeout`` (plus the time its last statement takes), never ``attempts x
-timeout``.
+timeout``. Every retry loop of the store goes through ``within_deadline``: an attempt that finds
+the store changed under it raises ``TryAgain`` rather than looping on its own.
 """
 
 from __future__ import annotations
@@ -17,6 +18,16 @@ from ..dberrors import is_lock_wait, is_retryable, locked_out, translated
 from ..errors import StoreUnavailableError
 
 T = TypeVar("T")
+
+
+class TryAgain(Exception):
+    """Raised by an attempt that found the store changed under it (nothing written): the write
+    is tried again like one that met a lock, within the same deadline; past it, ``error``."""
+
+    def __init__(self, error: StoreUnavailableError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
 
 #: First pause between two attempts (seconds); it doubles up to ``RETRY_PAUSE_MAX``.
 RETRY_PAUSE: Final = 0.01
@@ -45,6 +56,9 @@ def within_deadline(
     while True:
         try:
             return attempt(lock_wait)
+        except TryAgain as again:
+            if time.monotonic() + pause >= deadline:
+                raise again.error from None
         except Exception as exc:
             error = translated(exc, dbapi, name)
             if error is None:

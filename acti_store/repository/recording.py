@@ -16,10 +16,11 @@ from typing import Any, Final
 
 from sqlalchemy import Integer, String, bindparam, case, delete, func, insert, or_, select, update
 
-from ..errors import AgentNotFoundError
-from ..models import HISTORY_MAX_RECORDS, INTEGER_MAX, ExecutionRecord
-from ..schema import UtcDateTime, agents, executions
+from ..errors import AgentNotFoundError, StoreUnavailableError
+from ..models import COUNTER_MAX, HISTORY_MAX_RECORDS, ExecutionRecord
+from ..schema import Counter, UtcDateTime, agents, executions
 from ..sqlexec import Answer, Cursor, Prepared
+from .deadline import TryAgain
 from .statements import BY_NAME, EXECUTION_COLUMNS, INSERT_EXECUTION, record_values
 from .version_statements import bump_stats, count_run
 from .versions import version_that_ran
@@ -65,9 +66,10 @@ TRIM: Final = _trim(bindparam("agent_id"))
 TRIM_BY_NAME: Final = _trim(select(agents.c.id).where(BY_NAME).scalar_subquery())
 
 _VERSION: Final = Prepared(select(agents.c.version).where(BY_NAME))
-#: The version a run is pinned to: at most ``INTEGER_MAX`` (``could_run``), as the parameter is an
-#: ``Integer`` (the dialect casts it: typed when None).
-_pinned = bindparam("pinned", type_=Integer())
+#: The version a run is pinned to (``could_run``): a 64-bit integer like the version column it is
+#: compared with (the dialect casts it: typed when None). An ``Integer`` here made PostgreSQL
+#: refuse no run but record none pinned past 2**31 - 1 (issue 25).
+_pinned = bindparam("pinned", type_=Counter)
 #: The agent's counters moved, where the pinned version (if any) exists; its id and the version
 #: that ran.
 _bumped = (
@@ -118,7 +120,7 @@ def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int |
 
 def could_run(pinned: int | None) -> bool:
     """Whether ``pinned`` may be a version of some agent (or is None): ``send_run`` takes it."""
-    return pinned is None or (type(pinned) is int and 1 <= pinned <= INTEGER_MAX)
+    return pinned is None or (type(pinned) is int and 1 <= pinned <= COUNTER_MAX)
 
 
 def send_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> Answer:
@@ -132,9 +134,17 @@ def send_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | N
 
 
 def why_unrecorded(cursor: Cursor, name: str, pinned: int | None) -> None:
-    """Raise what kept a run of ``name`` from being recorded, as the agent is now; returns when
-    nothing would (the pinned version was made meanwhile): try again."""
+    """Raise what kept a run of ``name`` from being recorded, as the agent is now; ``TryAgain``
+    when nothing would (the pinned version was made meanwhile): the write is tried again within
+    its deadline (``deadline.within_deadline``)."""
     row = cursor.first(_VERSION, {"name": name})
     if row is None:
         raise AgentNotFoundError(name)
     version_that_ran(name, row[0], pinned)
+    raise TryAgain(
+        StoreUnavailableError(
+            f"agent {name!r} kept changing while its run was recorded, until the lock "
+            "timeout; nothing was recorded",
+            transient=True,
+        )
+    )

@@ -50,7 +50,7 @@ from ..models import (
     trusted,
     utc_now,
 )
-from ..sqlexec import Cursor, connections_for
+from ..sqlexec import Answer, Cursor, connections_for
 from ..versioning import VersionLog, clone_message
 from .asynchronous import DIRECT, Dispatch, GreenletDispatch, StoreThreads, Waits
 from .bulk import put_all, refresh_statistics
@@ -209,17 +209,29 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
             raise error from exc
 
     def _write(
-        self, work: Callable[[Cursor], T], *, name: str | None = None, pipelined: bool = True
+        self,
+        work: Callable[[Cursor], T],
+        *,
+        name: str | None = None,
+        pipelined: bool = True,
+        then: Callable[[T], None] | None = None,
     ) -> T:
         """Run ``work`` in one write transaction; retry on lock or serialization conflicts
         until the lock timeout (``deadline.within_deadline``); ``pipelined``: ``run_transaction``.
+        ``then`` checks each attempt's result once its transaction is over; it raises
+        ``TryAgain`` for another attempt within the same deadline.
         """
         if self.read_only:
             raise ReadOnlyStoreError.opened_read_only(self.location)
+
+        def attempt(wait: float | None) -> T:
+            result = self._run(work, begin=self._begin_write, lock_wait=wait, pipelined=pipelined)
+            if then is not None:
+                then(result)
+            return result
+
         return within_deadline(
-            lambda wait: self._run(
-                work, begin=self._begin_write, lock_wait=wait, pipelined=pipelined
-            ),
+            attempt,
             lock_timeout=self._lock_timeout,
             dbapi=self._dbapi,
             name=name,
@@ -399,12 +411,15 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         _require_storable(name)
         if self._sqlite:
             self._write(lambda cursor: record_run(cursor, name, record, version))
+        elif not could_run(version):  # no agent has such a version: raises why
+            self._read(lambda cursor: why_unrecorded(cursor, name, version))
         else:
-            while (
-                not could_run(version)
-                or not self._write(lambda cursor: send_run(cursor, name, record, version)).rows
-            ):  # nothing recorded: raises why, unless a pinned version was made meanwhile
-                self._read(lambda cursor: why_unrecorded(cursor, name, version))
+
+            def recorded(answer: Answer) -> None:
+                if not answer.rows:  # raises why, or TryAgain (a pinned version made meanwhile)
+                    self._read(lambda cursor: why_unrecorded(cursor, name, version))
+
+            self._write(lambda cursor: send_run(cursor, name, record, version), then=recorded)
         self._notify(name)
 
     def get_history(

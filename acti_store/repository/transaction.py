@@ -29,16 +29,25 @@ def psycopg_connection() -> type[Any]:
 @contextmanager
 def _pipeline(driver: Any) -> Iterator[Any]:
     """psycopg's pipeline mode on ``driver``. A failure inside it (a statement's error comes
-    back while later ones are sent) is raised as it is, the aborted pipeline synced here first:
-    left to psycopg's exit, that sync's own error ("pipeline aborted") would be logged as a
-    warning, which a host without logging set up prints on stderr."""
-    with driver.pipeline() as pipeline:
-        try:
-            yield pipeline
-        except BaseException:
-            with suppress(Exception):
-                pipeline.sync()
+    back while later ones are sent, a connection lost) is raised as it is, once: psycopg's exit
+    is left only after it was caught here, the aborted pipeline synced first. Left the failure,
+    psycopg's exit would log its own error as a warning ("error ignored terminating
+    <psycopg.Pipeline [BAD]>: the connection is lost", or "pipeline aborted"), which a host
+    without logging set up prints on stderr; told none, it raises that error, dropped here."""
+    failure: BaseException | None = None
+    try:
+        with driver.pipeline() as pipeline:
+            try:
+                yield pipeline
+            except BaseException as exc:
+                failure = exc
+                with suppress(Exception):
+                    pipeline.sync()
+    except Exception:
+        if failure is None:
             raise
+    if failure is not None:
+        raise failure
 
 
 def run_transaction(

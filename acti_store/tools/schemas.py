@@ -240,8 +240,12 @@ class SearchAgentsArgs(_Args):
     tools: Annotated[Any, WithJsonSchema(_nullable(TOOL_LIST))] = Field(
         default=None, description="Only agents that have ALL of these tool categories."
     )
-    tags: Annotated[Any, WithJsonSchema(_nullable({"type": "array", "items": TEXT}))] = Field(
-        default=None, description="Only agents that have ALL of these tags."
+    tags: Annotated[
+        Any, WithJsonSchema(_nullable({"type": "array", "items": TEXT, "maxItems": MAX_TAGS}))
+    ] = Field(
+        default=None,
+        description=f"Only agents that have ALL of these tags (at most {MAX_TAGS}, the most an "
+        "agent has).",
     )
     created_after: Annotated[Any, WithJsonSchema(_nullable(DATE))] = Field(
         default=None,
