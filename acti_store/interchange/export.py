@@ -17,6 +17,7 @@ from ..documents import dumps
 from ..errors import AgentNotFoundError, ExportError
 from ..models import Agent, is_valid_name
 from ..repository import AgentRepository
+from ..validation import flag, folder_path
 from .files import (
     Progress,
     agent_file_name,
@@ -80,6 +81,12 @@ def export_json(
     snapshot: a version written meanwhile is left out); an agent called ``x_versions`` is then
     not exported when ``x`` is (its file name is ``x``'s versions file).
     """
+    prune, durable, versions = (
+        flag(prune, "prune"),
+        flag(durable, "durable"),
+        flag(versions, "versions"),
+    )
+    folder_path(directory, "directory")
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
     try:
