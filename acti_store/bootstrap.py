@@ -16,7 +16,7 @@ from .errors import ArgumentTypeError
 from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository, store_options
 from .revisions import check_schema, upgrade_schema
-from .validation import ARGUMENT, flag, folder_path
+from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of
 
 #: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
 ENV_EXPORT_DIR: Final = "ACTI_STORE_EXPORT_DIR"
@@ -71,13 +71,14 @@ def open_repository(
     schema written by a newer acti_store (or, read-only, one not at head).
     """
     read_only, lock_timeout, keep_versions = store_options(read_only, lock_timeout, keep_versions)
-    migrate = flag(migrate, "migrate")
+    flag(migrate, "migrate")
+    optional_of(schema, str, "schema")
+    optional_of(engine_options, Mapping, "engine_options")
+    optional_function(clock, "clock", "a function returning the time (an aware UTC datetime)")
+    if mirror is not None and not callable(getattr(mirror, "sync", None)):
+        raise ArgumentTypeError(ARGUMENT, [("mirror", "must be a Mirror (files_for and sync)")])
     if export_dir is not None:
         folder_path(export_dir, "export_dir")
-    if engine_options is not None and not isinstance(engine_options, Mapping):
-        raise ArgumentTypeError(ARGUMENT, [("engine_options", "must be a mapping (a dict)")])
-    if clock is not None and not callable(clock):
-        raise ArgumentTypeError(ARGUMENT, [("clock", "must be a function returning the time")])
     if mirror is None and not read_only:
         directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
         if directory:

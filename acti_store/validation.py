@@ -228,6 +228,19 @@ def instances(value: object, kind: type[object], field: str) -> None:
         instance(item, kind, f"{field}[{index}]")
 
 
+def optional_of(value: object, kind: type[object] | tuple[type[object], ...], field: str) -> None:
+    """``value`` is None or a ``kind`` (an engine option, a schema name)."""
+    if value is not None and not isinstance(value, kind):
+        names = kind if isinstance(kind, tuple) else (kind,)
+        _wrong_type(field, "None or " + " or ".join(k.__name__ for k in names), value)
+
+
+def optional_function(value: object, field: str, rule: str) -> None:
+    """``value`` is None or can be called (a clock, a progress callback)."""
+    if value is not None and not callable(value):
+        _wrong_type(field, rule, value)
+
+
 def folder_path(value: object, field: str) -> None:
     """``value`` names a folder: text or an ``os.PathLike``."""
     if not isinstance(value, str | os.PathLike):

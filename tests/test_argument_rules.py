@@ -205,6 +205,13 @@ ROWS: list[tuple[str, type[InvalidInputError]]] = [
     ("open_repository(url, lock_timeout=True)", TYPE),
     ("open_repository(url, lock_timeout='5')", TYPE),
     ("open_repository(url, engine_options=[1])", TYPE),
+    ("open_repository(url, schema=5)", TYPE),
+    ("open_repository(url, clock=5)", TYPE),
+    ("open_repository(url, mirror=5)", TYPE),
+    ("open_repository(url, export_dir=5)", TYPE),
+    ("export_json(r, None)", TYPE),
+    ("export_json(r, folder, progress=5)", TYPE),
+    ("import_json(r, folder, progress=5)", TYPE),
     # ... and every other integer, version numbers too, by the same rule
     ("r.update('base', {'model': 'openai:gpt-5'}, expected_version=True)", TYPE),
     ("r.update('base', {'model': 'openai:gpt-5'}, expected_version='2')", TYPE),

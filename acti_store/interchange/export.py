@@ -17,7 +17,7 @@ from ..documents import dumps
 from ..errors import AgentNotFoundError, ExportError
 from ..models import Agent, is_valid_name
 from ..repository import AgentRepository
-from ..validation import flag, folder_path
+from ..validation import flag, folder_path, optional_function
 from .files import (
     Progress,
     agent_file_name,
@@ -87,6 +87,7 @@ def export_json(
         flag(versions, "versions"),
     )
     folder_path(directory, "directory")
+    optional_function(progress, "progress", "a function taking (done, total)")
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
     try:

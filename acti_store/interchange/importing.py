@@ -18,7 +18,7 @@ from ..errors import AgentExistsError
 from ..models import Agent, ExecutionHistory, is_valid_name
 from ..repository import AgentRepository, ConflictPolicy, ImportItem, ImportOutcome
 from ..repository.arguments import checked_policy
-from ..validation import flag, folder_path
+from ..validation import flag, folder_path, optional_function
 from ..versioning import VersionLog
 from .files import (
     HISTORY_SUFFIX,
@@ -210,6 +210,7 @@ def import_json(
     flag(all_or_nothing, "all_or_nothing")
     flag(dry_run, "dry_run")
     folder_path(directory, "directory")
+    optional_function(progress, "progress", "a function taking (done, total)")
     report = ImportReport(Path(directory), dry_run=dry_run)
     with Folder(report.directory) as folder:
         files = folder.json_names()
