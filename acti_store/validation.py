@@ -143,13 +143,14 @@ def optional_integer(
     return None if value is None else integer(value, field, minimum, maximum)
 
 
-def version(value: object, field: str = "version") -> int:
+def version_number(value: object, field: str = "version") -> int:
     """A version number: an integer from 1 to ``COUNTER_MAX`` (what a version column holds)."""
     return integer(value, field, 1, COUNTER_MAX)
 
 
 def optional_version(value: object, field: str) -> int | None:
-    return None if value is None else integer(value, field, 1, COUNTER_MAX)
+    """None, or ``version_number(value, field)``."""
+    return None if value is None else version_number(value, field)
 
 
 def flag(value: object, field: str) -> bool:
@@ -228,11 +229,10 @@ def instances(value: object, kind: type[object], field: str) -> None:
         instance(item, kind, f"{field}[{index}]")
 
 
-def optional_of(value: object, kind: type[object] | tuple[type[object], ...], field: str) -> None:
+def optional_of(value: object, kind: type[object], field: str) -> None:
     """``value`` is None or a ``kind`` (an engine option, a schema name)."""
     if value is not None and not isinstance(value, kind):
-        names = kind if isinstance(kind, tuple) else (kind,)
-        _wrong_type(field, "None or " + " or ".join(k.__name__ for k in names), value)
+        _wrong_type(field, f"None or {kind.__name__}", value)
 
 
 def optional_function(value: object, field: str, rule: str) -> None:

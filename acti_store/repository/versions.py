@@ -41,8 +41,8 @@ from ..validation import (
     optional_version,
     quoted,
     unknown_name,
+    version_number,
 )
-from ..validation import version as check_version
 from ..versioning import (
     IMPORT_MESSAGE,
     LABEL_RULE,
@@ -101,7 +101,7 @@ T = TypeVar("T")
 def checked_label(value: object) -> str:
     if not is_valid_label(value):
         if not isinstance(value, str):
-            raise ArgumentTypeError(ARGUMENT, [("label", f"must be text: {LABEL_RULE}")])
+            raise ArgumentTypeError(ARGUMENT, [("label", f"must be text, not {quoted(value)}")])
         raise InvalidInputError(ARGUMENT, [("label", f"{quoted(value)} {LABEL_RULE}")])
     assert isinstance(value, str)
     return value
@@ -263,9 +263,7 @@ class VersionMethods:
         self, name: str, version: int | None = None, *, label: str | None = None
     ) -> AgentVersion:
         if version is not None and label is not None:
-            raise InvalidInputError(
-                "get_version arguments", [("label", "give a version or a label, not both")]
-            )
+            raise InvalidInputError(ARGUMENT, [("label", "give a version or a label, not both")])
         version = optional_version(version, "version")
         if label is not None:
             checked_label(label)
@@ -300,8 +298,8 @@ class VersionMethods:
         return self._read(work, snapshot=True)
 
     def diff(self, name: str, from_version: int, to_version: int) -> ConfigDiff:
-        check_version(from_version, "from_version")
-        check_version(to_version, "to_version")
+        version_number(from_version, "from_version")
+        version_number(to_version, "to_version")
 
         def work(cursor: Cursor) -> ConfigDiff:
             agent_id = self._agent_row(cursor, name)[ID]
@@ -362,7 +360,7 @@ class VersionMethods:
         expected_version: int | None = None,
         message: str | None = None,
     ) -> Agent:
-        check_version(to_version, "to_version")
+        version_number(to_version, "to_version")
         expected_version = optional_version(expected_version, "expected_version")
         note = optional_message(message, "message") or rollback_message(to_version)
 
@@ -397,7 +395,7 @@ class VersionMethods:
         note: str | None = None,
     ) -> None:
         checked_label(label)
-        check_version(version)
+        version_number(version)
         expected_version = optional_version(expected_version, "expected_version")
         note = optional_message(note, "note")
 
