@@ -6,15 +6,17 @@ The one module that knows every adapter; nothing below it knows how they are put
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, Final
 
 from sqlalchemy.engine import URL
 
 from .engine import LOCK_TIMEOUT_DEFAULT, make_engine
-from .errors import InvalidInputError
+from .errors import ArgumentTypeError
 from .interchange import JsonMirror
-from .repository import Clock, Mirror, SqlAgentRepository
+from .repository import Clock, Mirror, SqlAgentRepository, store_options
 from .revisions import check_schema, upgrade_schema
+from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of
 
 #: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
 ENV_EXPORT_DIR: Final = "ACTI_STORE_EXPORT_DIR"
@@ -56,8 +58,11 @@ def open_repository(
     version) prunes each agent's snapshots on every write to that many besides the current and
     the labelled ones (``prune_versions``).
 
-    Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``) for a
-    ``lock_timeout`` that is not a positive number; ``StoreUrlError`` (also a ``ValueError``)
+    Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``; for a wrong
+    type an ``ArgumentTypeError``, also a ``TypeError``) for an argument out of its rule, before
+    anything is opened: ``migrate`` and ``read_only`` are ``True`` or ``False``, ``lock_timeout``
+    a finite positive number of seconds (at most ``engine.LOCK_TIMEOUT_MAX``), ``keep_versions``
+    None or an integer from 0 to ``models.INTEGER_MAX``; ``StoreUrlError`` (also a ``ValueError``)
     for a URL that is not one of those forms, for a schema name PostgreSQL would need quoted
     (see ``acti_store.engine.SCHEMA_NAME_RULE``), for a schema on SQLite (give acti_store a
     file of its own instead), and, before anything in it changes, for a SQLite file or
@@ -70,16 +75,15 @@ def open_repository(
     written by this process and ``read_only`` was not given; ``SchemaVersionError`` for a
     schema written by a newer acti_store (or, read-only, one not at head).
     """
-    if not lock_timeout > 0:
-        raise InvalidInputError(
-            "open_repository argument",
-            [("lock_timeout", f"must be a positive number of seconds, not {lock_timeout!r}")],
-        )
-    if keep_versions is not None and (type(keep_versions) is not int or keep_versions < 0):
-        raise InvalidInputError(
-            "open_repository argument",
-            [("keep_versions", f"must be None or an integer >= 0, not {keep_versions!r}")],
-        )
+    read_only, lock_timeout, keep_versions = store_options(read_only, lock_timeout, keep_versions)
+    flag(migrate, "migrate")
+    optional_of(schema, str, "schema")
+    optional_of(engine_options, Mapping, "engine_options")
+    optional_function(clock, "clock", "a function returning the time (an aware UTC datetime)")
+    if mirror is not None and not callable(getattr(mirror, "sync", None)):
+        raise ArgumentTypeError(ARGUMENT, [("mirror", "must be a Mirror (files_for and sync)")])
+    if export_dir is not None:
+        folder_path(export_dir, "export_dir")
     if mirror is None and not read_only:
         directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
         if directory:

@@ -28,6 +28,7 @@ from .errors import (
     StoreUnavailableError,
     StoreUrlError,
 )
+from .models import INTEGER_MAX
 
 if TYPE_CHECKING:  # imported when first made: it needs greenlet, which only [postgres] installs
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -40,6 +41,9 @@ DEFAULT_URL: Final = "sqlite:///outputs/acti_store.db"
 #: ``open_repository(lock_timeout=...)``. Every wait for a lock (SQLite's busy timeout,
 #: PostgreSQL's ``lock_timeout``) and every retry of the write count against this one deadline.
 LOCK_TIMEOUT_DEFAULT: Final = 30.0
+#: The longest ``lock_timeout`` (seconds), about 24.8 days: both engines take a lock wait in
+#: milliseconds as a 32-bit integer (PostgreSQL's ``lock_timeout``, SQLite's busy timeout).
+LOCK_TIMEOUT_MAX: Final = INTEGER_MAX / 1000
 #: Page cache per SQLite connection, in KiB (SQLite's default is 2,000). Filled only as pages
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
 #: a 2 MB cache go to the operating system for every page.

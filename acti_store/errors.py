@@ -132,13 +132,20 @@ class InvalidInputError(AgentStoreError, ValueError):
         listed = "; ".join(f"{field}: {message}" for field, message in self.problems)
         super().__init__(f"invalid {subject}: {listed}")
 
+    def __reduce__(self) -> tuple[object, ...]:  # rebuilt with its problems across processes
+        return (type(self), (self.subject, self.problems))
+
 
 class InvalidAgentError(InvalidInputError):
     """An agent configuration, update or clone breaks the rules of ``acti_store.models``."""
 
 
-class ArgumentTypeError(AgentStoreError, TypeError):
-    """An argument of the Python API is of a type it does not take; the message says which."""
+class ArgumentTypeError(InvalidInputError, TypeError):
+    """An argument of the Python API is of a type it does not take; the message says which.
+
+    An ``InvalidInputError`` like every other input problem (so also a ``ValueError``), and a
+    ``TypeError`` as Python's own argument checks raise.
+    """
 
 
 class StoreUrlError(AgentStoreError, ValueError):

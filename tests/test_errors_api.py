@@ -131,9 +131,11 @@ def test_update_with_something_else_says_what_to_pass(repo: SqlAgentRepository) 
     with pytest.raises(ArgumentTypeError) as refused:
         repo.update("a_agent", ["description", "new"])  # type: ignore[arg-type]
     assert isinstance(refused.value, TypeError) and isinstance(refused.value, AgentStoreError)
+    assert isinstance(refused.value, InvalidInputError)  # every input problem is one
     assert str(refused.value) == (
-        "update() takes the changes as an AgentUpdate or a mapping of the fields to change "
-        "(description, system_prompt, tools, model, stratum, tags) to their new values, not list"
+        "invalid argument: changes: must be AgentUpdate or a mapping of its fields "
+        "(description, system_prompt, tools, model, stratum, tags), not list "
+        "['description', 'new']"
     )
 
 
@@ -145,7 +147,10 @@ def test_get_history_refuses_a_limit_the_tool_refuses(repo: SqlAgentRepository, 
     with pytest.raises(InvalidInputError) as refused:
         repo.get_history("a_agent", limit=limit)
     assert isinstance(refused.value, ValueError)
-    assert str(refused.value).startswith("invalid history request: limit: Input should be")
+    assert (
+        str(refused.value)
+        == f"invalid argument: limit: must be an integer from 1 to 50, not {limit}"
+    )
     text, artifact = BuilderTools(lambda: repo).get_agent_history(name="a_agent", limit=limit)
     assert artifact["status"] == "error" and "limit" in text
 

@@ -17,6 +17,7 @@ from ..documents import dumps
 from ..errors import ExportError
 from ..models import Agent, ExecutionHistory, is_valid_name
 from ..repository import AgentRepository
+from ..validation import flag, folder_path, optional_function
 from ..versioning import VersionLog
 from .files import (
     Progress,
@@ -94,6 +95,13 @@ def export_json(
     updated or pruned meanwhile; an agent called ``x_versions`` is then not exported when ``x``
     is (its file name is ``x``'s versions file).
     """
+    prune, durable, versions = (
+        flag(prune, "prune"),
+        flag(durable, "durable"),
+        flag(versions, "versions"),
+    )
+    folder_path(directory, "directory")
+    optional_function(progress, "progress", "a function taking (done, total)")
     report = ExportReport(Path(directory))
     total = sum(repo.count_by_stratum().values()) if progress else 0
     try:

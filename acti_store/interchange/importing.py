@@ -17,6 +17,8 @@ from ..documents import DocumentError, is_v1_document, loads
 from ..errors import AgentExistsError, IncompleteExportError
 from ..models import Agent, ExecutionHistory, is_valid_name
 from ..repository import AgentRepository, ConflictPolicy, ImportItem, ImportOutcome
+from ..repository.arguments import checked_policy
+from ..validation import flag, folder_path, optional_function
 from ..versioning import VersionLog
 from .files import (
     HISTORY_SUFFIX,
@@ -198,7 +200,9 @@ def import_json(
     """Import a folder of v1/v2 agent and history files into the store, in one transaction.
 
     ``on_conflict`` decides about agents (and histories) the store already has: ``skip`` them,
-    ``replace`` them, or ``fail`` (``AgentExistsError``, nothing written). With ``all_or_nothing``
+    ``replace`` them, or ``fail`` (``AgentExistsError``, nothing written); anything else (a
+    misspelling: ``"Skip"``) is an ``InvalidInputError`` naming the three, raised before the
+    folder is read. With ``all_or_nothing``
     one invalid file imports nothing; without it the valid files are imported and the others
     reported. ``dry_run`` reports what would happen and writes nothing. Files are read one agent
     at a time, so memory stays bounded however large the folder. An agent's
@@ -211,6 +215,11 @@ def import_json(
     ``allow_incomplete`` (then ``report.incomplete_export`` is True). Folders without the mark
     (written by hand, by older versions, v1 folders) import as they are.
     """
+    on_conflict = checked_policy(on_conflict)  # before anything is read or written
+    flag(all_or_nothing, "all_or_nothing")
+    flag(dry_run, "dry_run")
+    folder_path(directory, "directory")
+    optional_function(progress, "progress", "a function taking (done, total)")
     report = ImportReport(Path(directory), dry_run=dry_run)
     with Folder(report.directory) as folder:
         if folder.has(INCOMPLETE_MARKER):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..documents import DocumentError, agent_document, dumps, history_document, loads
 from ..models import ExecutionHistory, utc_now
+from ..validation import flag, folder_path
 from .files import parse
 from .folder import Folder, new_backup
 
@@ -36,6 +37,8 @@ def rewrite_documents(
 
     Invalid files are left as they are (``import_json`` reports them).
     """
+    dry_run = flag(dry_run, "dry_run")
+    folder_path(directory, "directory")
     report = RewriteReport(Path(directory))
     backup: Folder | None = None
     with ExitStack() as stack:

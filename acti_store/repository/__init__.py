@@ -7,7 +7,9 @@ One concern per module: ``interface`` (the ABC and the types of bulk import), ``
 errors become the library's exceptions in ``acti_store.dberrors``.
 """
 
+from .arguments import store_options
 from .interface import (
+    CONFLICT_POLICIES,
     AgentRepository,
     BulkPutResult,
     Clock,
@@ -21,6 +23,7 @@ from .interface import (
 from .sql import SqlAgentRepository
 
 __all__ = [
+    "CONFLICT_POLICIES",
     "AgentRepository",
     "BulkPutResult",
     "Clock",
@@ -31,4 +34,5 @@ __all__ = [
     "SearchPage",
     "SqlAgentRepository",
     "UpdateResult",
+    "store_options",
 ]

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, text
 from ..errors import AgentExistsError, AgentNotFoundError
 from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
 from ..sqlexec import Cursor, Prepared
+from ..validation import instance
 from .interface import BulkPutResult, ConflictPolicy, ImportItem, ImportOutcome
 from .statements import (
     DELETE_AGENT,
@@ -55,6 +56,8 @@ def put_all(
     staging = _BulkStaging(cursor)
     pending = iter(items)
     while chunk := list(islice(pending, BULK_AGENT_BATCH)):
+        for item in chunk:  # a stream's items are checked as they come (all or nothing still)
+            instance(item, ImportItem, "items")
         taken = _taken(cursor, chunk)
         for item in chunk:
             result.outcomes[item.name] = _put(cursor, item, on_conflict, staging, taken)

@@ -16,26 +16,26 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from ..errors import ArgumentTypeError, InvalidAgentError, InvalidInputError
+from ..errors import InvalidAgentError
 from ..models import (
     HISTORY_LIMIT_DEFAULT,
-    UPDATABLE_FIELDS,
     Agent,
     AgentConfig,
     AgentUpdate,
     ExecutionHistory,
     ExecutionRecord,
     ExecutionStats,
-    HistoryRequest,
     SearchQuery,
 )
-from ..validation import quoted, refusal
+from ..validation import integer, refusal
 from ..versioning import AgentVersion, ConfigDiff, LabelMove, VersionLog
+from .arguments import CONFLICT_POLICIES as CONFLICT_POLICIES
+from .arguments import ConflictPolicy as ConflictPolicy
+from .arguments import checked_policy
 from .asynchronous import Dispatch, StoreThreads, ThreadDispatch, iterate
 from .twins import AsyncTwins
 
 Clock = Callable[[], datetime]
-ConflictPolicy = Literal["skip", "replace", "fail"]
 ImportOutcome = Literal["imported", "skipped", "replaced"]
 T = TypeVar("T")
 #: Guards the making of a store's dispatcher (``AgentRepository.acall``).
@@ -70,22 +70,6 @@ class BulkPutResult:
     outcomes: dict[str, ImportOutcome] = field(default_factory=dict)
 
 
-def checked_update(name: str, changes: AgentUpdate | Mapping[str, Any]) -> AgentUpdate:
-    """``changes`` as an ``AgentUpdate``: a mapping of field names to values is validated into
-    one (``InvalidAgentError`` lists every problem); anything else is an ``ArgumentTypeError``."""
-    if isinstance(changes, AgentUpdate):
-        return changes
-    if not isinstance(changes, Mapping):
-        raise ArgumentTypeError(
-            "update() takes the changes as an AgentUpdate or a mapping of the fields to change "
-            f"({', '.join(UPDATABLE_FIELDS)}) to their new values, not {type(changes).__name__}"
-        )
-    try:
-        return AgentUpdate.model_validate(dict(changes))
-    except ValidationError as exc:
-        raise refusal(exc, f"update of agent {quoted(name)}", InvalidAgentError) from None
-
-
 def checked_config(
     values: dict[str, Any], subject: str, aliases: Mapping[str, str] | None = None
 ) -> AgentConfig:
@@ -94,26 +78,6 @@ def checked_config(
         return AgentConfig.model_validate(values)
     except ValidationError as exc:
         raise refusal(exc, subject, InvalidAgentError, aliases=aliases or {}) from None
-
-
-#: ``HistoryRequest``'s range of ``limit``, read from the model: the fast path of the check.
-_LIMIT_RANGE: Final = HistoryRequest.model_json_schema()["properties"]["limit"]
-
-
-def checked_history_request(limit: object, errors_only: object) -> tuple[int, bool]:
-    """``(limit, errors_only)`` by the rule of ``HistoryRequest`` (the tools' too): an
-    out-of-range ``limit`` is an ``InvalidInputError``, never silently clamped."""
-    if (
-        type(limit) is int
-        and type(errors_only) is bool
-        and _LIMIT_RANGE["minimum"] <= limit <= _LIMIT_RANGE["maximum"]
-    ):
-        return limit, errors_only  # what the model would accept as it is (reads are hot)
-    try:
-        request = HistoryRequest(limit=limit, include_errors_only=errors_only)
-    except ValidationError as exc:
-        raise refusal(exc, "history request", InvalidInputError) from None
-    return request.limit, request.include_errors_only
 
 
 @dataclass(frozen=True)
@@ -143,7 +107,14 @@ class AgentRepository(AsyncTwins, ABC):
     opened with ``read_only=True`` or one this process cannot write, every write raises
     ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``); all are ``AgentStoreError``.
     Invalid input is an ``InvalidInputError`` (``InvalidAgentError`` for agent fields), which is
-    also a ``ValueError``.
+    also a ``ValueError``; an argument of a type a method does not take is an
+    ``ArgumentTypeError``, an ``InvalidInputError`` that is also a ``TypeError``. Every method
+    checks its arguments before it reads or writes, by the rules of ``acti_store.validation``:
+    integers are ``int`` (never ``bool`` or text) within their range (a count or a limit at
+    most ``models.INTEGER_MAX``, a version at most ``models.COUNTER_MAX``), flags are ``True``
+    or ``False``, ``on_conflict`` is one of ``CONFLICT_POLICIES`` exactly, and a model argument
+    (``config``, ``changes``, ``record``, ``query``) is that model or a mapping validated into
+    it, every problem listed.
 
     Each method that reads or writes the store has an ``a``-prefixed coroutine twin (``aget``,
     ``acreate``, ...; ``aiter_agents`` and ``aiter_export`` are async iterators) with the same
@@ -181,9 +152,10 @@ class AgentRepository(AsyncTwins, ABC):
         return self.location
 
     @abstractmethod
-    def create(self, config: AgentConfig, message: str | None = None) -> Agent:
-        """Store a new agent at version 1 (and its snapshot, with ``message``). Raises
-        ``AgentExistsError``. (``AgentConfig(...)`` itself raises pydantic's
+    def create(self, config: AgentConfig | Mapping[str, Any], message: str | None = None) -> Agent:
+        """Store a new agent at version 1 (and its snapshot, with ``message``). ``config`` is an
+        ``AgentConfig`` or a mapping of its fields (``InvalidAgentError`` lists every problem).
+        Raises ``AgentExistsError``. (``AgentConfig(...)`` itself raises pydantic's
         ``ValidationError``, a ``ValueError``, for invalid fields.)"""
 
     @abstractmethod
@@ -234,7 +206,7 @@ class AgentRepository(AsyncTwins, ABC):
     @abstractmethod
     def delete(self, name: str, delete_history: bool = True) -> Agent:
         """Delete an agent; returns it as it was. With ``delete_history=False`` its history is
-        archived (see ``archived_history``)."""
+        archived (see ``archived_history``); anything but ``True`` or ``False`` is refused."""
 
     @abstractmethod
     def clone(
@@ -251,14 +223,17 @@ class AgentRepository(AsyncTwins, ABC):
         ``tags``)."""
 
     @abstractmethod
-    def search(self, query: SearchQuery) -> list[Agent]: ...
+    def search(self, query: SearchQuery | Mapping[str, Any]) -> list[Agent]:
+        """The agents ``query`` (a ``SearchQuery``, or a mapping of its fields) matches."""
 
     @abstractmethod
-    def count(self, query: SearchQuery) -> int:
+    def count(self, query: SearchQuery | Mapping[str, Any]) -> int:
         """How many agents match ``query``'s filters, whatever its ``limit``."""
 
     @abstractmethod
-    def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
+    def search_page(
+        self, query: SearchQuery | Mapping[str, Any], cursor: str | None = None
+    ) -> SearchPage:
         """One page of ``query``'s matches (``query.limit`` of them), after the page whose
         ``next_cursor`` is ``cursor`` (None: the first page).
 
@@ -271,7 +246,8 @@ class AgentRepository(AsyncTwins, ABC):
     @abstractmethod
     def iter_agents(self, page_size: int = 500) -> Iterator[Agent]:
         """Every agent, by name, read ``page_size`` at a time (each page its own short read, so
-        not one snapshot: an agent created or deleted meanwhile may or may not appear)."""
+        not one snapshot: an agent created or deleted meanwhile may or may not appear).
+        ``page_size`` is an integer from 1 to ``models.INTEGER_MAX``."""
 
     @abstractmethod
     def count_by_stratum(self) -> dict[str | None, int]:
@@ -280,6 +256,7 @@ class AgentRepository(AsyncTwins, ABC):
     def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
         """The first ``limit`` agents by name of each stratum (``None``: no stratum), by name;
         strata without agents are left out. What a listing shows without reading every agent."""
+        limit = integer(limit, "limit", 1)
         groups: dict[str | None, list[Agent]] = {}
         for agent in self.list_agents():
             members = groups.setdefault(agent.stratum, [])
@@ -289,11 +266,12 @@ class AgentRepository(AsyncTwins, ABC):
 
     @abstractmethod
     def record_execution(
-        self, name: str, record: ExecutionRecord, *, version: int | None = None
+        self, name: str, record: ExecutionRecord | Mapping[str, Any], *, version: int | None = None
     ) -> None:
         """Append a run to the history (keeping the newest 50) and move the counters, the
         agent's and those of the version that ran (``version``: a pinned one; default the
-        current). Raises ``AgentNotFoundError``, ``VersionNotFoundError`` (above current)."""
+        current). ``record`` is an ``ExecutionRecord`` or a mapping of its fields. Raises
+        ``AgentNotFoundError``, ``VersionNotFoundError`` (above current)."""
 
     @abstractmethod
     def get_history(
@@ -330,14 +308,16 @@ class AgentRepository(AsyncTwins, ABC):
     def bulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
-        """Put agents and histories exactly as given, in one transaction (all or nothing)."""
+        """Put agents and histories exactly as given, in one transaction (all or nothing).
+        ``items`` is a sequence of ``ImportItem``; ``on_conflict`` one of ``CONFLICT_POLICIES``,
+        checked before anything is written (``InvalidInputError`` naming them)."""
 
     def bulk_put_stream(
         self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
         """``bulk_put`` for more items than fit in memory: still one transaction, fed by
         ``items()``, which is called again if the transaction is retried."""
-        return self.bulk_put(list(items()), on_conflict)
+        return self.bulk_put(list(items()), checked_policy(on_conflict))
 
     def close(self) -> None:
         """Release connections (of a store used from async code, ``aclose`` releases all)."""

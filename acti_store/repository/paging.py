@@ -65,7 +65,6 @@ def export_stream(
     ``connections``; ``entry`` turns each into what is yielded, reading more in that snapshot if
     it needs to. However the stream ends (exhausted, ``close()``d, the consumer raising), the
     transaction is rolled back and the connection given back."""
-    page_size = max(1, page_size)
     with translate_errors(dbapi):  # a server down or restarting: StoreUnavailableError
         connection = connections.take()
         try:
@@ -98,7 +97,6 @@ def export_stream(
 
 def agent_pages(read: Read[list[Any]], page_size: int) -> Iterator[Agent]:
     """Every agent, by name: ``page_size`` per ``read``, each page its own short read."""
-    page_size = max(1, page_size)
     after = ""
     while True:
         values = {"after": after, "page_size": page_size}

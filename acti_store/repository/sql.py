@@ -46,12 +46,24 @@ from ..models import (
     ExecutionRecord,
     ExecutionStats,
     SearchQuery,
-    is_valid_name,
     trusted,
     utc_now,
 )
 from ..sqlexec import Answer, Cursor, connections_for
+from ..validation import flag, instances, integer, optional_message, optional_version
 from ..versioning import VersionLog, clone_message
+from .arguments import (
+    checked_config,
+    checked_history_request,
+    checked_policy,
+    checked_query,
+    checked_record,
+    checked_source,
+    checked_update,
+    require_storable,
+    storable,
+    store_options,
+)
 from .asynchronous import DIRECT, Dispatch, GreenletDispatch, StoreThreads, Waits
 from .bulk import put_all, refresh_statistics
 from .cursor import decode_cursor
@@ -65,10 +77,8 @@ from .interface import (
     Mirror,
     SearchPage,
     UpdateResult,
-    checked_history_request,
-    checked_update,
 )
-from .paging import agent_pages, export_entry, export_stream, search_page, versions_entry
+from .paging import Entry, agent_pages, export_entry, export_stream, search_page, versions_entry
 from .recording import could_run, record_run, send_run, why_unrecorded
 from .search import count_matches, needs_snapshot, search_rows
 from .statements import (
@@ -81,8 +91,6 @@ from .statements import (
     DELETE_HISTORY,
     DELETE_TAGS,
     FIRST_BY_STRATUM,
-    GET,
-    GET_FOR_UPDATE,
     GET_ID,
     HISTORY,
     ID,
@@ -97,22 +105,9 @@ from .statements import (
 )
 from .transaction import run_transaction
 from .updating import apply_update, clone_config
-from .versions import (
-    VersionMethods,
-    checked_text,
-    forget_versions,
-    insert_agent,
-    record_snapshot,
-)
+from .versions import VersionMethods, forget_versions, insert_agent, record_snapshot
 
 T = TypeVar("T")
-
-
-def _require_storable(name: str) -> None:
-    """Raise ``AgentNotFoundError`` for a name no agent can have, without asking the database:
-    a driver cannot even send some of them (NUL on PostgreSQL, lone surrogates on both)."""
-    if not is_valid_name(name):
-        raise AgentNotFoundError(name)
 
 
 class SqlAgentRepository(VersionMethods, AgentRepository):
@@ -138,6 +133,9 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         keep_versions: int | None = None,
         waits: Waits = DIRECT,
     ) -> None:
+        read_only, lock_timeout, keep_versions = store_options(
+            read_only, lock_timeout, keep_versions
+        )
         self._engine = engine
         self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
         self.read_only = read_only
@@ -255,27 +253,14 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
             "mirror": self.mirror,
             "keep_versions": self.keep_versions,
         }
-        return GreenletDispatch(
-            engine, partial(SqlAgentRepository, **options), self, StoreThreads()
-        )
-
-    @staticmethod
-    def _locate(cursor: Cursor, name: str, *, for_update: bool = False) -> Sequence[Any]:
-        _require_storable(name)
-        row = cursor.first(GET_FOR_UPDATE if for_update else GET, {"name": name})
-        if row is None:
-            raise AgentNotFoundError(name)
-        return row
+        return GreenletDispatch(engine, partial(type(self), **options), self, StoreThreads())
 
     # -- agents ------------------------------------------------------------------------------------
 
-    def create(self, config: AgentConfig, message: str | None = None) -> Agent:
-        message = checked_text(message, "message")
-        now = self.now()
-        meta = AgentMetadata(created_at=now, updated_at=now)
-        values = config_values(config) | metadata_values(meta, 0)
-        agent = trusted(Agent, **dict(config), metadata=meta)
-
+    def create(self, config: AgentConfig | Mapping[str, Any], message: str | None = None) -> Agent:
+        config = checked_config(config)
+        message = optional_message(message, "message")
+        values, agent = self._new_agent(config)
         # A taken name fails the INSERT on the unique constraint: AgentExistsError.
         self._write(
             lambda cursor: insert_agent(cursor, values, agent, message, self.keep_versions),
@@ -284,11 +269,18 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         self._notify(config.name)
         return agent
 
+    def _new_agent(self, config: AgentConfig) -> tuple[dict[str, Any], Agent]:
+        """A new agent's row values and model: version 1 (``metadata_values``), made now."""
+        now = self.now()
+        meta = AgentMetadata(created_at=now, updated_at=now)
+        agent = trusted(Agent, **dict(config), metadata=meta)
+        return config_values(config) | metadata_values(meta, 0), agent
+
     def get(self, name: str) -> Agent:
-        return self._read(lambda cursor: agent_from_row(self._locate(cursor, name)))
+        return self._read(lambda cursor: agent_from_row(self._agent_row(cursor, name)))
 
     def exists(self, name: str) -> bool:
-        if not is_valid_name(name):
+        if not storable(name):
             return False
         return self._read(lambda cursor: cursor.first(GET_ID, {"name": name}) is not None)
 
@@ -296,7 +288,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         return self._read(lambda cursor: [agent_from_row(r) for r in cursor.all(ALL)])
 
     def iter_agents(self, page_size: int = 500) -> Iterator[Agent]:
-        return agent_pages(self._read, page_size)
+        return agent_pages(self._read, integer(page_size, "page_size", 1))
 
     def list_names(self) -> list[str]:
         return self._read(lambda cursor: [r[0] for r in cursor.all(NAMES)])
@@ -309,12 +301,13 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         message: str | None = None,
     ) -> UpdateResult:
         fields = checked_update(name, changes).changes()
+        expected_version = optional_version(expected_version, "expected_version")
         if not fields:
             raise NoChangesError(name)
-        message = checked_text(message, "message")
+        message = optional_message(message, "message")
 
         def work(cursor: Cursor) -> UpdateResult:
-            row = self._locate(cursor, name, for_update=True)
+            row = self._agent_row(cursor, name, for_update=True)
             result = apply_update(cursor, row, fields, expected_version, self.now)
             record_snapshot(cursor, row[ID], result.agent, message, self.keep_versions)
             return result
@@ -324,8 +317,10 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         return result
 
     def delete(self, name: str, delete_history: bool = True) -> Agent:
+        delete_history = flag(delete_history, "delete_history")
+
         def work(cursor: Cursor) -> Agent:
-            row = self._locate(cursor, name, for_update=True)
+            row = self._agent_row(cursor, name, for_update=True)
             if delete_history:
                 cursor.send(DELETE_HISTORY, {"agent_id": row[ID]})
             else:
@@ -347,14 +342,11 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         tags: list[str] | None = None,
     ) -> Agent:
         def work(cursor: Cursor) -> Agent:
-            source = agent_from_row(self._locate(cursor, source_name))
+            source = agent_from_row(self._agent_row(cursor, source_name))
             config = clone_config(source, new_name, description, tags)
             if cursor.first(GET_ID, {"name": new_name}) is not None:
                 raise AgentExistsError(new_name)
-            now = self.now()
-            meta = AgentMetadata(created_at=now, updated_at=now)
-            values = config_values(config) | metadata_values(meta, 0)
-            clone = trusted(Agent, **dict(config), metadata=meta)
+            values, clone = self._new_agent(config)
             message = clone_message(source_name, source.metadata.version)
             insert_agent(cursor, values, clone, message, self.keep_versions)
             return clone
@@ -365,9 +357,10 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
 
     # -- search ------------------------------------------------------------------------------------
 
-    def search(self, query: SearchQuery) -> list[Agent]:
+    def search(self, query: SearchQuery | Mapping[str, Any]) -> list[Agent]:
         """Filters combine with AND; results come in the sort's order, at most ``limit``
         (the query and its plan: ``search``)."""
+        query = checked_query(query)
         sqlite = self._sqlite
         rows = self._read(
             lambda cursor: search_rows(cursor, query, sqlite=sqlite),
@@ -375,14 +368,18 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         )
         return [agent_from_row(row) for row in rows]
 
-    def count(self, query: SearchQuery) -> int:
+    def count(self, query: SearchQuery | Mapping[str, Any]) -> int:
+        query = checked_query(query)
         sqlite = self._sqlite
         return self._read(
             lambda cursor: count_matches(cursor, query, sqlite=sqlite),
             snapshot=needs_snapshot(query, sqlite=sqlite),
         )
 
-    def search_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
+    def search_page(
+        self, query: SearchQuery | Mapping[str, Any], cursor: str | None = None
+    ) -> SearchPage:
+        query = checked_query(query)
         after = None if cursor is None else decode_cursor(cursor, query)
         sqlite = self._sqlite
         return self._read(
@@ -396,6 +393,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         return counts
 
     def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
+        limit = integer(limit, "limit", 1)
         rows = self._read(lambda cursor: cursor.all(FIRST_BY_STRATUM, {"limit": limit}))
         groups: dict[str | None, list[Agent]] = {}
         for row in rows:
@@ -406,9 +404,11 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
     # -- history -----------------------------------------------------------------------------------
 
     def record_execution(
-        self, name: str, record: ExecutionRecord, *, version: int | None = None
+        self, name: str, record: ExecutionRecord | Mapping[str, Any], *, version: int | None = None
     ) -> None:
-        _require_storable(name)
+        record = checked_record(record)
+        version = optional_version(version, "version")
+        require_storable(name)
         if self._sqlite:
             self._write(lambda cursor: record_run(cursor, name, record, version))
         elif not could_run(version):  # no agent has such a version: raises why
@@ -426,7 +426,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
     ) -> ExecutionHistory:
         limit, errors_only = checked_history_request(limit, errors_only)
-        _require_storable(name)
+        require_storable(name)
         rows = self._read(
             lambda cursor: cursor.all(HISTORY[errors_only], {"name": name, "limit": limit})
         )
@@ -438,14 +438,14 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         page = {"name": name, "limit": HISTORY_MAX_RECORDS}
 
         def work(cursor: Cursor) -> tuple[Agent, ExecutionHistory]:
-            agent = agent_from_row(self._locate(cursor, name))
+            agent = agent_from_row(self._agent_row(cursor, name))
             return agent, history_from_rows(name, cursor.all(HISTORY[False], page))
 
         return self._read(work, snapshot=True)
 
     def execution_stats(self, name: str) -> ExecutionStats:
         def work(cursor: Cursor) -> ExecutionStats:
-            row = self._locate(cursor, name)
+            row = self._agent_row(cursor, name)
             stats = cursor.first(STATS, {"agent_id": row[ID]})
             assert stats is not None
             return stats_from_rows(row, stats)
@@ -453,7 +453,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         return self._read(work, snapshot=True)
 
     def archived_history(self, name: str) -> ExecutionHistory:
-        if not is_valid_name(name):
+        if not storable(name):
             return archived_from_rows(name, None, [])
         return self._read(
             lambda cursor: archived_from_rows(
@@ -467,35 +467,30 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
     # -- interchange -------------------------------------------------------------------------------
 
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
-        return export_stream(
-            self._connections,
-            self._dialect,
-            self._dbapi,
-            self._begin_snapshot,
-            page_size,
-            export_entry,
-        )
+        return self._export(page_size, export_entry)
 
     def iter_export_versions(
         self, page_size: int = 500
     ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
+        return self._export(page_size, versions_entry)
+
+    def _export(self, page_size: int, entry: Entry[T]) -> Iterator[T]:
+        size = integer(page_size, "page_size", 1)
         return export_stream(
-            self._connections,
-            self._dialect,
-            self._dbapi,
-            self._begin_snapshot,
-            page_size,
-            versions_entry,
+            self._connections, self._dialect, self._dbapi, self._begin_snapshot, size, entry
         )
 
     def bulk_put(
         self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
+        instances(items, ImportItem, "items")
         return self.bulk_put_stream(lambda: items, on_conflict)
 
     def bulk_put_stream(
         self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
     ) -> BulkPutResult:
+        on_conflict = checked_policy(on_conflict)  # before any write: a typo must not replace
+        checked_source(items)
         # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
         result = self._write(lambda cursor: put_all(cursor, items(), on_conflict), pipelined=False)
         written = [n for n, outcome in result.outcomes.items() if outcome != "skipped"]

@@ -44,7 +44,9 @@ class AsyncTwins:
 
         def aiterate(self, start: Callable[[AgentRepository], Iterator[T]]) -> AsyncIterator[T]: ...
 
-    async def acreate(self, config: AgentConfig, message: str | None = None) -> Agent:
+    async def acreate(
+        self, config: AgentConfig | Mapping[str, Any], message: str | None = None
+    ) -> Agent:
         return await self.acall(lambda r: r.create(config, message))
 
     async def aget(self, name: str) -> Agent:
@@ -91,13 +93,15 @@ class AsyncTwins:
     ) -> Agent:
         return await self.acall(lambda r: r.clone(source_name, new_name, description, tags))
 
-    async def asearch(self, query: SearchQuery) -> list[Agent]:
+    async def asearch(self, query: SearchQuery | Mapping[str, Any]) -> list[Agent]:
         return await self.acall(lambda r: r.search(query))
 
-    async def acount(self, query: SearchQuery) -> int:
+    async def acount(self, query: SearchQuery | Mapping[str, Any]) -> int:
         return await self.acall(lambda r: r.count(query))
 
-    async def asearch_page(self, query: SearchQuery, cursor: str | None = None) -> SearchPage:
+    async def asearch_page(
+        self, query: SearchQuery | Mapping[str, Any], cursor: str | None = None
+    ) -> SearchPage:
         return await self.acall(lambda r: r.search_page(query, cursor))
 
     def aiter_agents(self, page_size: int = 500) -> AsyncIterator[Agent]:
@@ -110,7 +114,7 @@ class AsyncTwins:
         return await self.acall(lambda r: r.first_by_stratum(limit))
 
     async def arecord_execution(
-        self, name: str, record: ExecutionRecord, *, version: int | None = None
+        self, name: str, record: ExecutionRecord | Mapping[str, Any], *, version: int | None = None
     ) -> None:
         return await self.acall(lambda r: r.record_execution(name, record, version=version))
 

@@ -17,6 +17,7 @@ from sqlalchemy import String, bindparam, insert, select
 
 from ..errors import (
     AgentNotFoundError,
+    ArgumentTypeError,
     InvalidInputError,
     LabelNotFoundError,
     NoChangesError,
@@ -24,7 +25,6 @@ from ..errors import (
     VersionNotFoundError,
 )
 from ..models import (
-    COUNTER_MAX,
     UPDATABLE_FIELDS,
     Agent,
     ExecutionStats,
@@ -33,10 +33,19 @@ from ..models import (
 )
 from ..schema import agent_tags, agents
 from ..sqlexec import Cursor, Prepared
+from ..validation import (
+    ARGUMENT,
+    integer,
+    optional_integer,
+    optional_message,
+    optional_version,
+    quoted,
+    unknown_name,
+    version_number,
+)
 from ..versioning import (
     IMPORT_MESSAGE,
     LABEL_RULE,
-    MESSAGE_MAX_LENGTH,
     AgentVersion,
     ConfigDiff,
     LabelMove,
@@ -45,6 +54,7 @@ from ..versioning import (
     is_valid_label,
     rollback_message,
 )
+from .arguments import require_storable
 from .statements import (
     BY_NAME,
     GET,
@@ -106,26 +116,11 @@ def read_version_log(cursor: Cursor, name: str, agent_id: int) -> VersionLog:
     )
 
 
-def checked_text(value: object, field: str) -> str | None:
-    """A commit message or a label note: None, or text of at most ``MESSAGE_MAX_LENGTH``."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or len(value) > MESSAGE_MAX_LENGTH or "\x00" in value:
-        raise InvalidInputError(
-            field, [(field, f"must be text of at most {MESSAGE_MAX_LENGTH} characters")]
-        )
-    return value
-
-
-def checked_version(value: object, field: str = "version") -> int:
-    if type(value) is not int or not 1 <= value <= COUNTER_MAX:
-        raise InvalidInputError(field, [(field, "must be a version number (an integer >= 1)")])
-    return value
-
-
 def checked_label(value: object) -> str:
     if not is_valid_label(value):
-        raise InvalidInputError("label", [("label", f"{value!r} {LABEL_RULE}")])
+        if not isinstance(value, str):
+            raise ArgumentTypeError(ARGUMENT, [("label", f"must be text, not {quoted(value)}")])
+        raise InvalidInputError(ARGUMENT, [("label", f"{quoted(value)} {LABEL_RULE}")])
     assert isinstance(value, str)
     return value
 
@@ -259,9 +254,8 @@ class VersionMethods:
 
     @staticmethod
     def _agent_row(cursor: Cursor, name: str, *, for_update: bool = False) -> Sequence[Any]:
-        row = None
-        if is_valid_name(name):
-            row = cursor.first(GET_FOR_UPDATE if for_update else GET, {"name": name})
+        require_storable(name)
+        row = cursor.first(GET_FOR_UPDATE if for_update else GET, {"name": name})
         if row is None:
             raise AgentNotFoundError(name)
         return row
@@ -269,8 +263,7 @@ class VersionMethods:
     # -- reading -----------------------------------------------------------------------------------
 
     def versions(self, name: str, *, limit: int | None = None) -> list[AgentVersion]:
-        if limit is not None and (type(limit) is not int or limit < 1):
-            raise InvalidInputError("limit", [("limit", "must be None or an integer >= 1")])
+        limit = optional_integer(limit, "limit", 1)
 
         def work(cursor: Cursor) -> list[AgentVersion]:
             agent_id = self._agent_row(cursor, name)[ID]
@@ -287,13 +280,12 @@ class VersionMethods:
         self, name: str, version: int | None = None, *, label: str | None = None
     ) -> AgentVersion:
         if version is not None and label is not None:
-            raise InvalidInputError(
-                "get_version arguments", [("label", "give a version or a label, not both")]
-            )
-        if version is not None:
-            checked_version(version)
+            raise InvalidInputError(ARGUMENT, [("label", "give a version or a label, not both")])
+        version = optional_version(version, "version")
         if label is not None:
             checked_label(label)
+        if not isinstance(name, str):
+            raise unknown_name(name)
         if is_valid_name(name):  # one statement when it is there (the frequent case)
             by, key = (
                 ("version", {"version": version})
@@ -323,8 +315,8 @@ class VersionMethods:
         return self._read(work, snapshot=True)
 
     def diff(self, name: str, from_version: int, to_version: int) -> ConfigDiff:
-        checked_version(from_version, "from_version")
-        checked_version(to_version, "to_version")
+        version_number(from_version, "from_version")
+        version_number(to_version, "to_version")
 
         def work(cursor: Cursor) -> ConfigDiff:
             agent_id = self._agent_row(cursor, name)[ID]
@@ -373,8 +365,9 @@ class VersionMethods:
         expected_version: int | None = None,
         message: str | None = None,
     ) -> Agent:
-        checked_version(to_version, "to_version")
-        note = checked_text(message, "message") or rollback_message(to_version)
+        version_number(to_version, "to_version")
+        expected_version = optional_version(expected_version, "expected_version")
+        note = optional_message(message, "message") or rollback_message(to_version)
 
         def work(cursor: Cursor) -> Agent:
             row = self._agent_row(cursor, name, for_update=True)
@@ -407,10 +400,9 @@ class VersionMethods:
         note: str | None = None,
     ) -> None:
         checked_label(label)
-        checked_version(version)
-        if expected_version is not None:
-            checked_version(expected_version, "expected_version")
-        text = checked_text(note, "note")
+        version_number(version)
+        expected_version = optional_version(expected_version, "expected_version")
+        note = optional_message(note, "note")
 
         def work(cursor: Cursor) -> None:
             agent_id = self._agent_row(cursor, name, for_update=True)[ID]
@@ -426,13 +418,13 @@ class VersionMethods:
                 cursor.execute(INSERT_LABEL, keys | {"version": version})
             else:
                 cursor.execute(MOVE_LABEL, keys | {"to_version": version})
-            self._log_move(cursor, agent_id, name, label, now_at, version, text)
+            self._log_move(cursor, agent_id, name, label, now_at, version, note)
 
         self._write(work, name=name)
 
     def remove_label(self, name: str, label: str, *, note: str | None = None) -> None:
         checked_label(label)
-        text = checked_text(note, "note")
+        note = optional_message(note, "note")
 
         def work(cursor: Cursor) -> None:
             agent_id = self._agent_row(cursor, name, for_update=True)[ID]
@@ -442,7 +434,7 @@ class VersionMethods:
                 labels = [r[0] for r in cursor.all(LABELS, {"agent_id": agent_id})]
                 raise LabelNotFoundError(name, label, labels)
             cursor.execute(DELETE_LABEL, keys)
-            self._log_move(cursor, agent_id, name, label, found[0], None, text)
+            self._log_move(cursor, agent_id, name, label, found[0], None, note)
 
         self._write(work, name=name)
 
@@ -470,8 +462,7 @@ class VersionMethods:
         )
 
     def prune_versions(self, name: str, keep: int) -> int:
-        if type(keep) is not int or keep < 0:
-            raise InvalidInputError("keep", [("keep", "must be an integer >= 0")])
+        keep = integer(keep, "keep", 0)
 
         def work(cursor: Cursor) -> int:
             row = self._agent_row(cursor, name, for_update=True)
