@@ -32,12 +32,13 @@ from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.schemas import AgentNameArgs, GetAgentHistoryArgs, NoArgs, SearchAgentsArgs
 from .options import (
-    EXIT_STATUS,
     Command,
+    CommandFailed,
     add_field_argument,
     add_store_options,
     add_url_option,
     cli_tools,
+    emit,
     field_values,
     open_from_args,
 )
@@ -128,11 +129,11 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
                 return _print_upgrade_sql(engine, current, legacy)
             print(f"current: {_revisions(current)}\nhead: {_revisions(heads)}")
             if args.check and current != heads:
-                print(MIGRATE_NOT_AT_HEAD, file=sys.stderr)
-                return 1
+                raise CommandFailed(MIGRATE_NOT_AT_HEAD)
             if legacy:
-                print(MIGRATE_LEGACY_TABLE, file=sys.stderr)
-                return 1 if args.check else 0
+                if args.check:
+                    raise CommandFailed(MIGRATE_LEGACY_TABLE)
+                print(f"warning: {MIGRATE_LEGACY_TABLE}", file=sys.stderr)
             return 0
         before, after = upgrade_schema(engine, args.to or "head")
     finally:
@@ -186,10 +187,7 @@ def _printing(
             text, artifact = tool(cli_tools(repo), **field_values(args, schema))
         finally:
             repo.close()
-        print(text)
-        if (line := after(artifact)) is not None:
-            print(line)
-        return EXIT_STATUS[artifact["status"]]
+        return emit((text, artifact), after(artifact))
 
     return command
 
