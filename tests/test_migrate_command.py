@@ -52,7 +52,7 @@ def test_check_and_current_print_both_revisions_and_check_fails_below_head(
     assert cli_main(["migrate", "--check", "--url", store_url]) == 1
     out, err = capsys.readouterr()
     assert out == f"current: {PREVIOUS}\nhead: {HEAD}\n"
-    assert err == MIGRATE_NOT_AT_HEAD + "\n"
+    assert err == f"error: {MIGRATE_NOT_AT_HEAD}\n"
     assert cli_main(["migrate", "--current", "--url", store_url]) == 0
     assert capsys.readouterr().out == f"current: {PREVIOUS}\nhead: {HEAD}\n"
     assert revision(store_url) == [PREVIOUS]  # neither wrote anything
@@ -142,10 +142,13 @@ def test_check_fails_while_the_revision_is_still_in_the_old_table_even_at_head(
     assert cli_main(["migrate", "--check", "--url", store_url]) == 1
     out, err = capsys.readouterr()
     assert out == f"current: {HEAD}\nhead: {HEAD}\n"
-    assert err == MIGRATE_LEGACY_TABLE + "\n"
+    assert err == f"error: {MIGRATE_LEGACY_TABLE}\n"
     assert "run acti-store migrate to move it to acti_store_alembic_version" in err
     assert cli_main(["migrate", "--current", "--url", store_url]) == 0
-    assert capsys.readouterr() == (f"current: {HEAD}\nhead: {HEAD}\n", MIGRATE_LEGACY_TABLE + "\n")
+    assert capsys.readouterr() == (
+        f"current: {HEAD}\nhead: {HEAD}\n",
+        f"warning: {MIGRATE_LEGACY_TABLE}\n",
+    )
     assert revision(store_url, LEGACY_VERSION_TABLE) == [HEAD]  # neither moved it
 
     assert cli_main(["migrate", "--url", store_url]) == 0

@@ -31,6 +31,7 @@ from ..tools.schemas import (
     UpdateAgentConfigArgs,
 )
 from ..validation import FieldError
+from ..versioning import MESSAGE_MAX_LENGTH
 from .options import (
     CommandFailed,
     add_field_argument,
@@ -142,7 +143,9 @@ def _cmd_update(args: argparse.Namespace) -> int:
         tags = _new_tags(repo, args)
         if tags is not None:
             changes["tags"] = tags
-        result = cli_tools(repo).update_agent_config(name=args.name, **changes)
+        result = cli_tools(repo).update_agent_config(
+            name=args.name, **changes, message=args.message
+        )
     finally:
         repo.close()
     return emit(result)
@@ -326,6 +329,21 @@ def _update_options(parser: argparse.ArgumentParser) -> None:
         metavar="TAG",
         help="remove a tag (repeatable)",
     )
+    parser.add_argument(
+        "--message",
+        type=message_text,
+        default=None,
+        metavar="TEXT",
+        help="why it changed, saved with the new version (acti-store versions shows it; at "
+        f"most {MESSAGE_MAX_LENGTH} characters)",
+    )
+
+
+def message_text(text: str) -> str:
+    """``--message``: a version's message, at most ``MESSAGE_MAX_LENGTH`` characters."""
+    if len(text) > MESSAGE_MAX_LENGTH or "\x00" in text:
+        raise argparse.ArgumentTypeError(f"at most {MESSAGE_MAX_LENGTH} characters of text")
+    return text
 
 
 def _record_options(parser: argparse.ArgumentParser) -> None:
