@@ -148,6 +148,11 @@ class MissingDriverError(AgentStoreError, ImportError):
     """The database driver the URL needs is not installed; the message says what to install."""
 
 
+class MissingExtraError(AgentStoreError, ImportError):
+    """A feature's extra (``acti-store[agents]``) is not installed; the message says what to
+    install."""
+
+
 class ReadOnlyStoreError(StoreUnavailableError):
     """A write to a store that is open for reading only (or that this process cannot write).
 
