@@ -8,6 +8,7 @@ arguments, and exit 1 when the tool answers with an error.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Callable
 from typing import Any, Final
@@ -25,6 +26,7 @@ from ..engine import (
     store_schema,
 )
 from ..errors import SchemaVersionError
+from ..migrations.offline import NO_ROWS
 from ..models import SEARCH_LIMIT_MAX, SORT_FIELDS, AgentConfig, ExecutionRecord
 from ..repository import SqlAgentRepository
 from ..revisions import current_revisions, upgrade_schema
@@ -147,17 +149,22 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _print_upgrade_sql(engine: Engine, current: set[str], legacy: bool) -> int:
-    """Alembic's offline mode: the SQL that would bring the store from its revision to head."""
+    """Alembic's offline mode: the SQL that would bring the store from its revision to head,
+    printed only once all of it is known: a revision whose data step must read rows (a store
+    with data at an old revision) refuses before anything is printed."""
     if legacy:
         raise SchemaVersionError(f"{MIGRATE_LEGACY_TABLE} once, before asking for the upgrade SQL")
     if len(current) > 1:
         raise SchemaVersionError(f"the store has several revisions ({_revisions(current)})")
     cfg = alembic_config(engine.url, store_schema(engine) or "")
-    cfg.output_buffer = sys.stdout
+    # No revision yet: an empty database, whose data steps have no rows (printed as comments).
+    cfg.attributes[NO_ROWS] = not current
+    cfg.output_buffer = io.StringIO()  # printed whole, or not at all
     try:
         command.upgrade(cfg, f"{next(iter(current))}:head" if current else "head", sql=True)
     except CommandError as exc:  # a revision that must read the database while it migrates
         raise SchemaVersionError(str(exc)) from None
+    sys.stdout.write(cfg.output_buffer.getvalue())
     return 0
 
 
