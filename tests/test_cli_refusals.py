@@ -166,3 +166,28 @@ def test_serve_mcp_says_it_serves_once_the_port_accepts_connections(store: str) 
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+def test_run_names_commands_not_tool_calls(tmp_path: Path) -> None:
+    """A run that cannot start its model: the fix names ``acti-store update``, not a tool call."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with open_repository(url) as repo:
+        repo.create(make_config(tools=[], model="anthropic:claude-sonnet-4-5-20250929"))
+    env = environment()
+    env.pop("ANTHROPIC_API_KEY", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "acti_store", "run", "lead_qualifier", "Qualify John", "--url", url],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    problems = one_error_line(["run"], done.returncode, done.stdout, done.stderr)
+    assert problems == [] and done.stdout == ""
+    assert done.stderr.startswith("error: Cannot execute agent 'lead_qualifier' - model unavail")
+    assert (
+        "Or choose another model: acti-store update lead_qualifier --model PROVIDER:MODEL"
+        in done.stderr
+    )
+    assert "update_agent_config" not in done.stderr

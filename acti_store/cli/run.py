@@ -13,6 +13,7 @@ from typing import Any
 
 from ..documents import agent_from_document
 from ..execution.catalog import ENV_CONFIG
+from ..execution.texts import CLI_RUN_CALLS
 from ..models import ExecutionRequest
 from ..tools import render
 from ..tools.schemas import ExecuteCreatedAgentArgs as ARGS
@@ -38,7 +39,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         text, artifact = cli_tools(repo).get_agent_config(name=args.name)
         if artifact["status"] != "success":
             raise CommandFailed(one_line(text))
-        runner = AgentRunner(repo, catalog=args.mcp_config)
+        runner = AgentRunner(repo, catalog=args.mcp_config, calls=CLI_RUN_CALLS)
         report = runner.run_sync(
             agent_from_document(artifact["agent"]),
             args.task,
