@@ -2,7 +2,8 @@
 
 The reading commands print the texts the builder tools give the model (one renderer for both):
 they call the tools' logic (``BuilderTools``) with the parsed options that are the tool's
-arguments, and exit 1 when the tool answers with an error.
+arguments; an error answer is one ``error: ...`` line on stderr and status 1 (``emit``). They
+never create a store (``open_from_args``).
 """
 
 from __future__ import annotations

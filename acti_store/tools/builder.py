@@ -201,8 +201,6 @@ class BuilderTools:
         *,
         message: str | None = None,
     ) -> Result:
-        """``message`` (not a tool argument: the command line's ``--message``) is saved with
-        the new version."""
         agent_name = valid_name("name", name)
 
         def describe(errors: list[FieldError]) -> str:
@@ -221,8 +219,7 @@ class BuilderTools:
                 },
                 describe,
             )
-            # No expected version: the update applies to the latest one and never conflicts;
-            # the changes reported are those between the two versions its transaction saw.
+            # No expected version: updates the latest (no conflict), reports what its transaction saw.
             outcome = self.repo.update_returning_previous(agent_name, changes, message=message)
         except Refused:
             self._require(agent_name, texts.USE_NAMES_OR_CREATE)  # a missing agent comes first
