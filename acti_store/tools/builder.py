@@ -219,7 +219,7 @@ class BuilderTools:
                 },
                 describe,
             )
-            # No expected version: updates the latest (no conflict), reports what its transaction saw.
+            # No expected version: updates the latest (no conflict); reports what its update saw.
             outcome = self.repo.update_returning_previous(agent_name, changes, message=message)
         except Refused:
             self._require(agent_name, texts.USE_NAMES_OR_CREATE)  # a missing agent comes first
