@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 from typing import Any, Final
 
@@ -41,22 +41,37 @@ _ITEM: Final = re.compile(r"^(?:- |\d+\. )")
 
 def one_line(text: str) -> str:
     """A tool's ``ERROR: ...`` text as one line, nothing left out: the ``ERROR:`` prefix goes,
-    a paragraph's list items (``- ...``, ``1. ...``) are joined by ``; ``, other lines by a space,
-    paragraphs as sentences.
+    list items (``- ...``, ``1. ...``) are joined by ``; ``, a list is ended as a sentence, other
+    lines and paragraphs are joined by a space.
 
     ``ERROR: Agent 'x' not found.\\n\\nAvailable agents (2):\\n  - a\\n  - b`` becomes
     ``Agent 'x' not found. Available agents (2): a; b``.
     """
-    parts = []
-    for paragraph in re.split(r"\n\s*\n", text.strip().removeprefix("ERROR:").strip()):
-        lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
-        items = [_ITEM.sub("", line) for line in lines[1:]]
-        listed = all(_ITEM.match(line) for line in lines[1:])  # items, not a wrapped sentence
-        parts.append(" ".join([lines[0], ("; " if listed else " ").join(items)]).strip())
+    paragraphs = re.split(r"\n\s*\n", text.strip().removeprefix("ERROR:").strip())
+    parts = [
+        _sentences(line.strip() for line in paragraph.splitlines() if line.strip())
+        for paragraph in paragraphs
+    ]
     return " ".join(
         part if index == len(parts) - 1 or part.endswith((".", ":", "!", "?")) else f"{part}."
         for index, part in enumerate(parts)
     )
+
+
+def _sentences(lines: Iterable[str]) -> str:
+    """``lines`` on one line: list items joined by ``; ``, a list ended as a sentence."""
+    text, in_list = "", False
+    for line in lines:
+        item = bool(_ITEM.match(line))
+        if not text:
+            text = line
+        elif item and in_list:
+            text += f"; {_ITEM.sub('', line)}"
+        else:
+            ended = not in_list or text.endswith((".", ":", "!", "?"))
+            text += f"{'' if ended else '.'} {_ITEM.sub('', line)}"
+        in_list = item
+    return text
 
 
 def emit(result: Result, after: str | None = None) -> int:
