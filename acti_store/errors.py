@@ -164,6 +164,11 @@ OPENED_READ_ONLY: Final = (
 )
 
 
+class MissingExtraError(AgentStoreError, ImportError):
+    """A feature's extra (``acti-store[agents]``) is not installed; the message says what to
+    install."""
+
+
 class ReadOnlyStoreError(StoreUnavailableError):
     """A write to a store that is open for reading only (or that this process cannot write).
 

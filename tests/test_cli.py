@@ -42,10 +42,16 @@ def test_quickstart_then_the_read_commands(
 
 
 def test_errors_exit_non_zero(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = run(capsys, "show", "ghost", "--url", store_url)
-    assert status == 1 and out.startswith("ERROR: Agent 'ghost' not found.")
-    status, out = run(capsys, "search", "--stratum", "NOPE", "--url", store_url)
-    assert status == 1 and "ERROR: Invalid search parameter." in out
+    """A refusal is one ``error:`` line on stderr, nothing on stdout."""
+    open_repository(store_url).close()
+    assert main(["show", "ghost", "--url", store_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: Agent 'ghost' not found.")
+    assert err.count("\n") == 1
+    assert main(["search", "--stratum", "NOPE", "--url", store_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: Invalid search parameter. Validation errors: ")
+    assert err.count("\n") == 1
 
 
 def test_migrate_command(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:

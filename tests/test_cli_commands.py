@@ -1,6 +1,7 @@
 """What the ``acti-store`` commands pass on: options to the tools, run values to the model's rule.
 
-The reading commands print exactly what the builder tool answers for the same arguments; the run
+The reading commands print exactly what the builder tool answers for the same arguments (a
+refusal: its text on one ``error:`` line of stderr, ``cli.options.one_line``); the run
 command checks its task and timeout with ``ExecutionRequest`` and works without the ``agents``
 extra as far as saying it is missing.
 """
@@ -17,6 +18,7 @@ import pytest
 
 from acti_store import open_repository
 from acti_store.cli import build_parser, main
+from acti_store.cli.options import one_line
 from acti_store.models import MAX_TAGS, TASK_MAX_LENGTH, TIMEOUT_DEFAULT, TIMEOUT_MAX, TIMEOUT_MIN
 from acti_store.repository import SqlAgentRepository
 from acti_store.tools.builder import BuilderTools
@@ -69,11 +71,15 @@ def test_search_prints_what_the_tool_answers_for_the_same_arguments(
     arguments: dict[str, object],
 ) -> None:
     text, artifact = quickstarted.search_agents(**arguments)
-    status, out = cli(capsys, "search", *argv, "--url", store_url)
+    status = main(["search", *argv, "--url", store_url])
+    out, err = capsys.readouterr()
+    if artifact["status"] != "success":
+        assert (status, out, err) == (1, "", f"error: {one_line(text)}\n")
+        return
     # The "usage" search is cut by its limit (1 of 2): the CLI says so on a line of its own.
     cut = "showing 1 of 2 matching agents: narrow the search, or raise --limit (at most 100)\n"
+    assert (status, err) == (0, "")
     assert out == text + "\n" + (cut if argv[-2:] == ["--limit", "1"] else "")
-    assert status == (0 if artifact["status"] == "success" else 1)
 
 
 def test_the_search_options_reach_the_tool(
@@ -115,8 +121,9 @@ def test_history_options_reach_the_tool(
         0,
         text + "\n",
     )
-    status, out = cli(capsys, "history", "lead_qualifier", "--limit", "0", "--url", store_url)
-    assert status == 1 and out.startswith("ERROR: Invalid history parameter.")
+    assert main(["history", "lead_qualifier", "--limit", "0", "--url", store_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: Invalid history parameter. Validation errors: ")
 
 
 @pytest.mark.parametrize(
@@ -175,9 +182,9 @@ def test_run_without_the_agents_extra_says_how_to_install_it(tmp_path: Path) -> 
         check=False,
         timeout=120,
     )
-    assert done.returncode == 1, done.stderr
-    assert done.stdout.startswith(
-        "ERROR: Cannot execute agent 'lead_qualifier' - the agent runtime is not installed."
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    assert done.stderr.startswith(
+        "error: Cannot execute agent 'lead_qualifier' - the agent runtime is not installed."
     )
-    assert done.stdout.endswith('Install it with: pip install "acti-store[agents]"\n')
-    assert done.stderr == ""
+    assert done.stderr.endswith('Install it with: pip install "acti-store[agents]"\n')
+    assert done.stderr.count("\n") == 1

@@ -1,8 +1,8 @@
 """``acti-store`` never prints a traceback: every command, given bad input, in a real process.
 
 An error is one ``error: ...`` line on stderr and status 1 (argparse's usage errors: status 2); a
-tool's refusal is its ``ERROR:`` text on stdout and status 1; a closed stdout ends quietly with
-status 1; Ctrl-C ends with status 130. The processes run in parallel to keep this quick.
+tool's refusal too (its ``ERROR:`` text on one line), with nothing on stdout; a closed stdout ends
+quietly with status 1; Ctrl-C ends with status 130. The processes run in parallel to keep this quick.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def test_bad_folders_and_bad_arguments(store: str, tmp_path: Path) -> None:
         (["import", str(tmp_path / "missing")], "error: "),
         (["migrate-agents", str(a_file)], "error: "),
     ]
-    refusals = [  # the tool's ERROR text on stdout, status 1, nothing on stderr
+    refusals = [  # the tool's ERROR text as one error line on stderr, status 1, nothing on stdout
         ["show", "Bad Name"],
         ["show", "ghost"],
         ["history", "lead_qualifier", "--limit", "0"],
@@ -224,10 +224,10 @@ def test_bad_folders_and_bad_arguments(store: str, tmp_path: Path) -> None:
     problems = [
         p for r, (_, start) in zip(errors, one_line, strict=True) for p in r.problems(1, start)
     ]
-    problems += [p for r in refused for p in r.problems(1, None)]
+    problems += [p for r in refused for p in r.problems(1, "error: ")]
     problems += [p for r in misused for p in r.problems(2, None)]
     assert problems == []
-    assert [r.argv for r in refused if not r.stdout.startswith("ERROR: ")] == []
+    assert [r.argv for r in refused if r.stdout] == []
     assert a_file.read_text() == "precious"
     after = open_repository(store)  # nothing was written
     assert after.list_names() == ["lead_qualifier"] and after.get("lead_qualifier") == before

@@ -48,6 +48,13 @@ def acti(
     )
 
 
+def refusal(done: subprocess.CompletedProcess[str]) -> str:
+    """The one ``error:`` line of a refused command (status 1, nothing on stdout)."""
+    assert (done.returncode, done.stdout) == (1, ""), done
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    return done.stderr.rstrip("\n")
+
+
 @pytest.fixture
 def store(store_url: str) -> Iterator[SqlAgentRepository]:
     """A store holding the quickstart's three agents (no runs)."""
@@ -81,12 +88,11 @@ def test_create_from_an_exported_file_and_from_stdin(
     assert (done.returncode, done.stderr) == (0, "") and store.exists("from_stdin")
 
     done = acti("create", str(file), "--url", store_url)  # exists already: the tool's error
-    assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout == (
-        "ERROR: Agent 'lead_copy' already exists.\n\nOptions:\n  1. Choose a different name\n"
-        "  2. Review the existing agent: acti-store show lead_copy\n"
-        "  3. Update the existing agent: acti-store update lead_copy ...\n"
-        "  4. Delete the existing agent first: acti-store delete lead_copy --yes\n"
+    assert refusal(done) == (
+        "error: Agent 'lead_copy' already exists. Options: Choose a different name; "
+        "Review the existing agent: acti-store show lead_copy; "
+        "Update the existing agent: acti-store update lead_copy ...; "
+        "Delete the existing agent first: acti-store delete lead_copy --yes"
     )
 
 
@@ -113,9 +119,9 @@ def test_create_with_an_invalid_config_prints_the_tools_validation_text(
     store_url: str, tmp_path: Path
 ) -> None:
     done = acti("create", "-", "--url", store_url, stdin='{"name": "short", "description": "x"}')
-    assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.startswith("ERROR: Agent configuration validation failed.")
-    assert "  - system_prompt:" in done.stdout
+    line = refusal(done)
+    assert line.startswith("error: Agent configuration validation failed.")
+    assert "; system_prompt: Field required" in line
 
 
 def test_update_changes_fields_and_tags(store: SqlAgentRepository, store_url: str) -> None:
@@ -146,15 +152,14 @@ def test_update_changes_fields_and_tags(store: SqlAgentRepository, store_url: st
     assert done.returncode == 0 and store.get("lead_qualifier").tools == []
 
     done = acti("update", "lead_qualifier", "--url", store_url)  # nothing to change
-    assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.endswith(
-        'Example:\n  acti-store update lead_qualifier --description "New description"\n'
+    line = refusal(done)
+    assert line.endswith(
+        'Example: acti-store update lead_qualifier --description "New description"'
     )
-    assert "  - --add-tag\n" in done.stdout and not TOOL_CALL.search(done.stdout)
+    assert "; --add-tag;" in line and not TOOL_CALL.search(line)
 
     done = acti("update", "ghost", "--add-tag", "x1", "--url", store_url)
-    assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.startswith("ERROR: Agent 'ghost' not found.\n\nAvailable agents (3):")
+    assert refusal(done).startswith("error: Agent 'ghost' not found. Available agents (3): ")
 
 
 def test_update_options_named_by_the_no_changes_text_exist() -> None:
@@ -180,12 +185,10 @@ def test_clone(store: SqlAgentRepository, store_url: str) -> None:
     assert clone.description == "Qualifies inbound leads by assessing BANT criteria (clone)"
 
     done = acti("clone", "lead_qualifier", "lead_v2", "--url", store_url)
-    assert (done.returncode, done.stderr) == (1, "")
-    assert "  1. Choose a different name: acti-store clone SOURCE NEW_NAME\n" in done.stdout
+    assert "Options: Choose a different name: acti-store clone SOURCE NEW_NAME; " in refusal(done)
 
     done = acti("clone", "ghost", "lead_v3", "--url", store_url)
-    assert done.returncode == 1
-    assert done.stdout.endswith("Use one of the names above as SOURCE.\n")
+    assert refusal(done).endswith("Use one of the names above as SOURCE.")
 
 
 def test_delete_previews_without_yes_and_deletes_with_it(
@@ -205,8 +208,7 @@ def test_delete_previews_without_yes_and_deletes_with_it(
     assert not store.exists("research_assistant")
 
     done = acti("delete", "research_assistant", "--yes", "--url", store_url)
-    assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.startswith("ERROR: Agent 'research_assistant' not found.")
+    assert refusal(done).startswith("error: Agent 'research_assistant' not found.")
 
 
 def test_record_appends_a_run_and_moves_the_counters(
@@ -251,8 +253,7 @@ def test_record_appends_a_run_and_moves_the_counters(
     done = acti(
         "record", "ghost", "--task", "t", "--success", "--duration", "1", "--url", store_url
     )
-    assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.startswith("ERROR: Agent 'ghost' not found.\n\nAvailable agents (3):")
+    assert refusal(done).startswith("error: Agent 'ghost' not found. Available agents (3): ")
 
     done = acti("record", "lead_qualifier", "--task", "t", "--success", "--duration", "-1")
     assert done.returncode == 2 and "argument --duration: Input should be greater" in done.stderr
@@ -260,11 +261,10 @@ def test_record_appends_a_run_and_moves_the_counters(
 
 def test_run_of_a_missing_agent_lists_the_names(store: SqlAgentRepository, store_url: str) -> None:
     done = acti("run", "ghost", "Qualify John", "--url", store_url)
-    assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout == (
-        "ERROR: Agent 'ghost' not found.\n\nAvailable agents (3):\n  - appointment_scheduler\n"
-        "  - lead_qualifier\n  - research_assistant\n\n"
-        "Use one of the names above, or create a new agent with acti-store create FILE.\n"
+    assert refusal(done) == (
+        "error: Agent 'ghost' not found. Available agents (3): appointment_scheduler; "
+        "lead_qualifier; research_assistant. "
+        "Use one of the names above, or create a new agent with acti-store create FILE."
     )
 
 
@@ -277,6 +277,7 @@ def test_url_before_the_command_and_after_it(
     assert done.stdout.endswith("Use acti-store show NAME to see full configuration details.\n")
 
     other = f"sqlite:///{tmp_path / 'other.db'}"
+    open_repository(other).close()
     done = acti("--url", store_url, "list", "--url", other)  # the command's own --url wins
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("No agents have been created yet.\n\nTo create your first agent")
@@ -293,3 +294,26 @@ def test_version() -> None:
         "",
     )
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", package_version())
+
+
+def test_update_message_is_saved_with_the_new_version(
+    store: SqlAgentRepository, store_url: str
+) -> None:
+    done = acti(
+        "update",
+        "lead_qualifier",
+        "--model",
+        "openai:gpt-4o",
+        "--message",
+        "cheaper model",
+        "--url",
+        store_url,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert store.get_version("lead_qualifier").message == "cheaper model"
+    assert store.get_version("lead_qualifier", 1).message is None
+    done = acti("versions", "lead_qualifier", "--url", store_url)
+    assert "    Message: cheaper model\n" in done.stdout
+
+    done = acti("update", "lead_qualifier", "--model", "x:y", "--message", "m" * 501)
+    assert done.returncode == 2 and "argument --message: at most 500 characters" in done.stderr

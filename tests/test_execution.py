@@ -604,7 +604,16 @@ def test_cli_run_prints_the_report(
 
     monkeypatch.delenv("PRIVATE_APP_ACCESS_TOKEN")
     assert main([*argv, "--mcp-config", str(config), "--no-skip-unavailable"]) == 1
-    assert "PRIVATE_APP_ACCESS_TOKEN" in capsys.readouterr().out
+    out, err = capsys.readouterr()  # an error: one line on stderr, in the command line's terms
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("error: Cannot execute agent 'lead_qualifier' - required tools")
+    assert "PRIVATE_APP_ACCESS_TOKEN" in err
+    assert "Or leave out --no-skip-unavailable to run with the available tools only" in err
+    assert err.endswith(
+        "Check the MCP catalog (--mcp-config FILE, else $ACTI_STORE_MCP_CONFIG) "
+        "for the categories' servers.\n"
+    )
+    assert "skip_unavailable_tools" not in err and "list_available_tools" not in err
     assert repo.get("lead_qualifier").metadata.execution_count == 1
 
 

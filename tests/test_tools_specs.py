@@ -27,9 +27,14 @@ SPEC_IDS = [spec.name for spec in TOOL_SPECS]
 
 @pytest.mark.parametrize("spec", TOOL_SPECS, ids=SPEC_IDS)
 def test_the_method_takes_the_schemas_arguments(spec: ToolSpec) -> None:
-    """The CLI calls the methods with the schema's arguments: same names, order and defaults."""
+    """The CLI calls the methods with the schema's arguments: same names, order and defaults
+    (and, keyword-only, options of the command line's own, e.g. ``update --message``)."""
     method = inspect.signature(getattr(BuilderTools, spec.name))
-    parameters = list(method.parameters.values())[1:]  # without self
+    parameters = [
+        p
+        for p in list(method.parameters.values())[1:]  # without self
+        if p.kind is not inspect.Parameter.KEYWORD_ONLY
+    ]
     assert [p.name for p in parameters] == list(spec.parameters)
     for parameter in parameters:
         field = spec.args_schema.model_fields[parameter.name]

@@ -102,7 +102,8 @@ def test_cli_version_commands(
     assert out.startswith("Labels of agent 'lead_qualifier': staging -> v3")
     assert "staging: set on v3 (it was not set) (try it)" in out
     assert main(["label", "lead_qualifier", "production", "--remove", *url]) == 1
-    assert "has no label 'production'" in capsys.readouterr().out
+    out, err = capsys.readouterr()  # a refusal: one error line on stderr
+    assert out == "" and err.startswith("error: Agent 'lead_qualifier' has no label 'production'")
     assert main(["label", "lead_qualifier", "staging", *url]) == 2
     assert main(["diff", "lead_qualifier", "1", "9", *url]) == 1
 

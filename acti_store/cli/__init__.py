@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import AgentStoreError
 from . import interchange, run, serve_mcp, store, versions, write
-from .options import Command, add_global_options, apply_global_options
+from .options import Command, CommandFailed, add_global_options, apply_global_options
 
 __all__ = ["build_parser", "main"]
 
@@ -35,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` names (default: the process's arguments); return its status.
 
-    The one place where exceptions become exit statuses: every error is one ``error: ...`` line
-    on stderr and status 1 (argparse's usage errors: 2), a closed stdout (``acti-store ... |
+    The one place where exceptions become exit statuses: results go to stdout; every error (a
+    store error, a command's refusal: ``CommandFailed``) is one ``error: ...`` line on stderr and
+    status 1 (argparse's usage errors: 2), a closed stdout (``acti-store ... |
     head``) ends quietly with 1, Ctrl-C with 130. No traceback is ever printed.
     """
     try:
@@ -50,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stdout_closed()
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
-    except AgentStoreError as exc:
+    except (AgentStoreError, CommandFailed) as exc:
         return _fail(f"error: {exc}")
     except OSError as exc:  # the environment: a file, a folder, a device
         where = f"{exc.filename}: " if exc.filename else ""

@@ -1,7 +1,8 @@
 """The ``export``, ``import`` and ``migrate-agents`` commands of ``acti-store``.
 
 Thin: each command opens the store, calls ``acti_store.interchange``, and prints a summary (stdout)
-and, for long runs, a progress bar (stderr). Exit status 1 when any file was invalid.
+and, for long runs, a progress bar (stderr). When any file was invalid (or an agent could not be
+exported) the summary, which lists them, is followed by one ``error: ...`` line and status 1.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..interchange import (
     rewrite_documents,
 )
 from ..repository import SqlAgentRepository
-from .options import add_read_only_option, add_url_option, open_from_args
+from .options import CommandFailed, add_store_options, open_from_args
 
 #: Runs with fewer items than this show no progress bar unless it is forced.
 PROGRESS_MIN_ITEMS: Final = 200
@@ -84,11 +85,21 @@ def _open(args: argparse.Namespace) -> SqlAgentRepository:
     return repo
 
 
-def _missing(directory: Path) -> bool:
-    if directory.is_dir():
-        return False
-    print(f"error: {directory} is not a directory", file=sys.stderr)
-    return True
+def _need_folder(directory: Path) -> None:
+    if not directory.is_dir():
+        raise CommandFailed(f"{directory} is not a directory")
+
+
+def _check_import(report: ImportReport) -> int:
+    """Status 0, or ``CommandFailed`` when the report (printed above) lists invalid files."""
+    if report.ok:
+        return 0
+    done = (
+        ("nothing would be imported", "the valid files would be imported")
+        if report.dry_run
+        else ("nothing was imported", "the valid files were imported")
+    )[0 if report.aborted else 1]
+    raise CommandFailed(f"{len(report.invalid)} invalid file(s), listed above: {done}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -129,7 +140,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
         print(f"Not exported ({len(report.not_exported)}):")
         for name, reason in report.not_exported.items():
             print(f"  - {name}: {reason}")
-    return 1 if report.not_exported else 0
+    if report.not_exported:
+        raise CommandFailed(f"{len(report.not_exported)} agent(s) not exported, listed above")
+    return 0
 
 
 def _import(args: argparse.Namespace, label: str) -> ImportReport:
@@ -177,11 +190,10 @@ def _print_import(report: ImportReport) -> None:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    if _missing(args.directory):
-        return 1
+    _need_folder(args.directory)
     report = _import(args, "import")
     _print_import(report)
-    return 0 if report.ok else 1
+    return _check_import(report)
 
 
 def _print_rewrite(report: RewriteReport, *, dry_run: bool) -> None:
@@ -197,15 +209,14 @@ def _print_rewrite(report: RewriteReport, *, dry_run: bool) -> None:
 
 
 def _cmd_migrate_agents(args: argparse.Namespace) -> int:
-    if _missing(args.directory):
-        return 1
+    _need_folder(args.directory)
     report = _import(args, "migrate")
     _print_import(report)
     if args.rewrite and not report.aborted:
         _print_rewrite(
             rewrite_documents(args.directory, dry_run=args.dry_run), dry_run=args.dry_run
         )
-    return 0 if report.ok else 1
+    return _check_import(report)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -213,7 +224,7 @@ def _cmd_migrate_agents(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, *, read_only: bool = False) -> None:
     parser.add_argument(
         "directory",
         nargs="?",
@@ -221,7 +232,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_DIRECTORY,
         help=f"folder of agent and history JSON files (default: {DEFAULT_DIRECTORY})",
     )
-    add_url_option(parser)
+    add_store_options(parser, read_only=read_only)
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -260,8 +271,7 @@ def register(subparsers: Any) -> None:
     export = subparsers.add_parser(
         "export", help="write every agent to JSON files in the outputs/agents format"
     )
-    _common(export)
-    add_read_only_option(export)
+    _common(export, read_only=True)
     export.add_argument(
         "--prune", action="store_true", help="remove the files of agents that no longer exist"
     )

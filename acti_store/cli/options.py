@@ -1,4 +1,5 @@
-"""What the ``acti-store`` commands share: ``--url``, arguments that are model fields, exit codes.
+"""What the ``acti-store`` commands share: ``--url``, arguments that are model fields, and how a
+command fails (``CommandFailed``: one ``error: ...`` line on stderr, status 1).
 
 The command modules import this module and never the package ``acti_store.cli`` itself, which
 imports them: the command line has no import cycle.
@@ -8,23 +9,81 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..bootstrap import open_repository
-from ..engine import DEFAULT_URL, ENV_SCHEMA, ENV_URL
+from ..engine import DEFAULT_URL, ENV_SCHEMA, ENV_URL, resolve_url, sqlite_path
 from ..repository import AgentRepository, SqlAgentRepository
 from ..tools.builder import BuilderTools
+from ..tools.outcomes import Result
 from ..tools.texts import CLI_CALLS
 
 Command = Callable[[argparse.Namespace], int]
 """A command: the parsed arguments in, the exit status out."""
 
-#: The exit status of a command that prints a builder tool's text, by the artifact's ``status``.
-EXIT_STATUS: Final[Mapping[str, int]] = {"success": 0, "error": 1}
+
+class CommandFailed(Exception):
+    """A command's refusal (a tool's ``ERROR:`` text, a failed run, ...), raised with one line.
+
+    ``main`` prints it as ``error: <line>`` on stderr and exits 1: results go to stdout, errors
+    to stderr, whatever the command.
+    """
+
+
+#: The marker of an item line in a tool's text (``  - name``, ``  1. Choose ...``).
+_ITEM: Final = re.compile(r"^(?:- |\d+\. )")
+
+
+def one_line(text: str) -> str:
+    """A tool's ``ERROR: ...`` text as one line, nothing left out: the ``ERROR:`` prefix goes,
+    list items (``- ...``, ``1. ...``) are joined by ``; ``, a list is ended as a sentence, other
+    lines and paragraphs are joined by a space.
+
+    ``ERROR: Agent 'x' not found.\\n\\nAvailable agents (2):\\n  - a\\n  - b`` becomes
+    ``Agent 'x' not found. Available agents (2): a; b``.
+    """
+    paragraphs = re.split(r"\n\s*\n", text.strip().removeprefix("ERROR:").strip())
+    parts = [
+        _sentences(line.strip() for line in paragraph.splitlines() if line.strip())
+        for paragraph in paragraphs
+    ]
+    return " ".join(
+        part if index == len(parts) - 1 or part.endswith((".", ":", "!", "?")) else f"{part}."
+        for index, part in enumerate(parts)
+    )
+
+
+def _sentences(lines: Iterable[str]) -> str:
+    """``lines`` on one line: list items joined by ``; ``, a list ended as a sentence."""
+    text, in_list = "", False
+    for line in lines:
+        item = bool(_ITEM.match(line))
+        if not text:
+            text = line
+        elif item and in_list:
+            text += f"; {_ITEM.sub('', line)}"
+        else:
+            ended = not in_list or text.endswith((".", ":", "!", "?"))
+            text += f"{'' if ended else '.'} {_ITEM.sub('', line)}"
+        in_list = item
+    return text
+
+
+def emit(result: Result, after: str | None = None) -> int:
+    """Print a tool's answer: on success its text (then ``after``, if any) on stdout, status 0;
+    an ``ERROR:`` answer raises ``CommandFailed`` with its text on one line."""
+    text, artifact = result
+    if artifact["status"] != "success":
+        raise CommandFailed(one_line(text))
+    print(text)
+    if after is not None:
+        print(after)
+    return 0
 
 
 #: Help of ``--schema``, before the command and after it.
@@ -44,11 +103,20 @@ def add_url_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schema", default=None, metavar="NAME", help=SCHEMA_HELP)
 
 
+#: Why a command that only reads refuses a SQLite file that does not exist.
+NO_STORE: Final = (
+    "there is no store at {path}: create one with {command} migrate, or with any command "
+    "that writes (e.g. quickstart, create, import)"
+)
+
+
 def add_store_options(parser: argparse.ArgumentParser, *, read_only: bool = False) -> None:
-    """``--url``, and for a command that only reads (``read_only``) ``--read-only``."""
+    """``--url``, and for a command that only reads (``read_only``) ``--read-only``: such a
+    command never creates a store (``open_from_args``)."""
     add_url_option(parser)
     if read_only:
         add_read_only_option(parser)
+        parser.set_defaults(only_reads=True)
 
 
 def add_read_only_option(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +131,19 @@ def add_read_only_option(parser: argparse.ArgumentParser) -> None:
 
 def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
     """Open the store named by ``--url`` and ``--schema`` (or the environment), read-only with
-    ``--read-only``."""
+    ``--read-only``.
+
+    A command that only reads (``add_store_options(read_only=True)``) creates nothing: on a
+    SQLite file that does not exist it raises ``CommandFailed`` saying how to make a store.
+    """
+    if getattr(args, "only_reads", False):
+        url = resolve_url(args.url)
+        database = url.database or ""
+        if url.get_backend_name() == "sqlite" and database not in ("", ":memory:"):
+            path = sqlite_path(database)
+            if not path.exists():
+                command = "acti-store" if args.url is None else f"acti-store --url {args.url}"
+                raise CommandFailed(NO_STORE.format(path=path, command=command))
     return open_repository(
         args.url, schema=args.schema, read_only=getattr(args, "read_only", False)
     )

@@ -1,8 +1,9 @@
 """``acti-store run NAME "task"``: run a stored agent with its MCP tools and print the report.
 
-Exit status 0 when the run succeeded, 1 when it did not (the text says why). Running needs the
-``agents`` extra (langchain, deepagents, MCP); without it this module still imports, and the
-command prints the builder tool's "not installed" text and exits 1.
+The report of a run that succeeded goes to stdout, status 0; the report of one that did not
+(an ``ERROR: ...`` text saying why) is one ``error: ...`` line on stderr, status 1. Running needs
+the ``agents`` extra (langchain, deepagents, MCP); without it this module still imports, and the
+command says what to install, as one ``error: ...`` line, status 1.
 """
 
 from __future__ import annotations
@@ -12,26 +13,33 @@ from typing import Any
 
 from ..documents import agent_from_document
 from ..execution.catalog import ENV_CONFIG
+from ..execution.texts import CLI_RUN_CALLS
 from ..models import ExecutionRequest
 from ..tools import render
 from ..tools.schemas import ExecuteCreatedAgentArgs as ARGS
-from .options import add_field_argument, add_url_option, checked_by, cli_tools, open_from_args
+from .options import (
+    CommandFailed,
+    add_field_argument,
+    add_url_option,
+    checked_by,
+    cli_tools,
+    one_line,
+    open_from_args,
+)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
         from ..execution.runner import AgentRunner  # the ``agents`` extra; heavy to import
     except ImportError as exc:
-        print(render.agents_extra_missing(args.name, exc))
-        return 1
+        raise CommandFailed(one_line(render.agents_extra_missing(args.name, exc))) from None
     repo = open_from_args(args)
     try:
         # The agent as ``show`` finds it: a wrong or missing name gets show's text (the names).
         text, artifact = cli_tools(repo).get_agent_config(name=args.name)
         if artifact["status"] != "success":
-            print(text)
-            return 1
-        runner = AgentRunner(repo, catalog=args.mcp_config)
+            raise CommandFailed(one_line(text))
+        runner = AgentRunner(repo, catalog=args.mcp_config, calls=CLI_RUN_CALLS)
         report = runner.run_sync(
             agent_from_document(artifact["agent"]),
             args.task,
@@ -42,8 +50,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     finally:
         repo.close()
+    if not report.success:  # the report says why, as an ERROR text
+        raise CommandFailed(one_line(report.text))
     print(report.text)
-    return 0 if report.success else 1
+    return 0
 
 
 def register(subparsers: Any) -> None:

@@ -11,7 +11,6 @@ import argparse
 import functools
 import gc
 import os
-import sys
 from typing import Any, Final
 
 import anyio
@@ -19,13 +18,18 @@ import anyio
 from ..execution.catalog import ENV_CONFIG
 from ..mcp_server.defaults import DEFAULT_HOST, DEFAULT_PORT, ENV_TOKEN, PATH
 from ..tools.builder import BuilderTools
-from .options import add_read_only_option, add_url_option, open_from_args, package_version
+from ..tools.texts import INSTALL_AGENTS_EXTRA
+from .options import (
+    CommandFailed,
+    add_read_only_option,
+    add_url_option,
+    open_from_args,
+    package_version,
+)
 
 TRANSPORTS: Final = ("stdio", "http")
 #: What ``serve-mcp`` prints (on stderr) when the MCP SDK is not installed.
-NEEDS_MCP: Final = (
-    'error: serve-mcp needs the MCP SDK ({problem}): pip install "acti-store[agents]"'
-)
+NEEDS_MCP: Final = f"serve-mcp needs the MCP SDK ({{problem}}): {INSTALL_AGENTS_EXTRA}"
 
 
 def serve(args: argparse.Namespace, *, model: Any = None) -> int:
@@ -37,8 +41,7 @@ def serve(args: argparse.Namespace, *, model: Any = None) -> int:
         from ..mcp_server.http import serve_http, token_from
         from ..mcp_server.server import McpServerOptions, build_server, serve_stdio
     except ImportError as exc:
-        print(NEEDS_MCP.format(problem=exc), file=sys.stderr)
-        return 1
+        raise CommandFailed(NEEDS_MCP.format(problem=exc)) from None
     token = token_from(os.environ, args.host, args.token_env) if args.transport == "http" else None
     repo = open_from_args(args)
     try:

@@ -2,12 +2,14 @@
 
 The reading commands print the texts the builder tools give the model (one renderer for both):
 they call the tools' logic (``BuilderTools``) with the parsed options that are the tool's
-arguments, and exit 1 when the tool answers with an error.
+arguments; an error answer is one ``error: ...`` line on stderr and status 1 (``emit``). They
+never create a store (``open_from_args``).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Callable
 from typing import Any, Final
@@ -25,6 +27,7 @@ from ..engine import (
     store_schema,
 )
 from ..errors import SchemaVersionError
+from ..migrations.offline import NO_ROWS
 from ..models import SEARCH_LIMIT_MAX, SORT_FIELDS, AgentConfig, ExecutionRecord
 from ..repository import SqlAgentRepository
 from ..revisions import current_revisions, upgrade_schema
@@ -32,12 +35,13 @@ from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.schemas import AgentNameArgs, GetAgentHistoryArgs, NoArgs, SearchAgentsArgs
 from .options import (
-    EXIT_STATUS,
     Command,
+    CommandFailed,
     add_field_argument,
     add_store_options,
     add_url_option,
     cli_tools,
+    emit,
     field_values,
     open_from_args,
 )
@@ -128,11 +132,11 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
                 return _print_upgrade_sql(engine, current, legacy)
             print(f"current: {_revisions(current)}\nhead: {_revisions(heads)}")
             if args.check and current != heads:
-                print(MIGRATE_NOT_AT_HEAD, file=sys.stderr)
-                return 1
+                raise CommandFailed(MIGRATE_NOT_AT_HEAD)
             if legacy:
-                print(MIGRATE_LEGACY_TABLE, file=sys.stderr)
-                return 1 if args.check else 0
+                if args.check:
+                    raise CommandFailed(MIGRATE_LEGACY_TABLE)
+                print(f"warning: {MIGRATE_LEGACY_TABLE}", file=sys.stderr)
             return 0
         before, after = upgrade_schema(engine, args.to or "head")
     finally:
@@ -146,17 +150,22 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _print_upgrade_sql(engine: Engine, current: set[str], legacy: bool) -> int:
-    """Alembic's offline mode: the SQL that would bring the store from its revision to head."""
+    """Alembic's offline mode: the SQL that would bring the store from its revision to head,
+    printed only once all of it is known: a revision whose data step must read rows (a store
+    with data at an old revision) refuses before anything is printed."""
     if legacy:
         raise SchemaVersionError(f"{MIGRATE_LEGACY_TABLE} once, before asking for the upgrade SQL")
     if len(current) > 1:
         raise SchemaVersionError(f"the store has several revisions ({_revisions(current)})")
     cfg = alembic_config(engine.url, store_schema(engine) or "")
-    cfg.output_buffer = sys.stdout
+    # No revision yet: an empty database, whose data steps have no rows (printed as comments).
+    cfg.attributes[NO_ROWS] = not current
+    cfg.output_buffer = io.StringIO()  # printed whole, or not at all
     try:
         command.upgrade(cfg, f"{next(iter(current))}:head" if current else "head", sql=True)
     except CommandError as exc:  # a revision that must read the database while it migrates
         raise SchemaVersionError(str(exc)) from None
+    sys.stdout.write(cfg.output_buffer.getvalue())
     return 0
 
 
@@ -186,10 +195,7 @@ def _printing(
             text, artifact = tool(cli_tools(repo), **field_values(args, schema))
         finally:
             repo.close()
-        print(text)
-        if (line := after(artifact)) is not None:
-            print(line)
-        return EXIT_STATUS[artifact["status"]]
+        return emit((text, artifact), after(artifact))
 
     return command
 

@@ -1,7 +1,8 @@
 """The version commands: ``versions``, ``diff``, ``rollback``, ``label`` and ``labels``.
 
 Like the other commands they print the version tools' texts (``VersionTools``), naming
-``acti-store`` commands where a tool names a tool call, and exit 1 when the answer is an error.
+``acti-store`` commands where a tool names a tool call; an error answer is one ``error: ...``
+line on stderr and status 1.
 ``diff`` colours its lines when standard output is a terminal (not with ``NO_COLOR`` set).
 """
 
@@ -16,7 +17,14 @@ from typing import Any, Final
 from ..tools.outcomes import Result
 from ..tools.version_texts import VERSION_CLI_CALLS, VERSIONS_LIMIT_DEFAULT, VERSIONS_LIMIT_MAX
 from ..tools.version_tools import VersionTools
-from .options import EXIT_STATUS, add_read_only_option, add_url_option, cli_tools, open_from_args
+from .options import (
+    CommandFailed,
+    add_store_options,
+    add_url_option,
+    cli_tools,
+    one_line,
+    open_from_args,
+)
 
 #: ANSI colours of a diff's lines, by their first characters (after the report's indent).
 _COLOURS: Final = (("  +++", ""), ("  ---", ""), ("  +", "32"), ("  -", "31"), ("  @@", "36"))
@@ -38,10 +46,12 @@ def _with_version_tools(
         text, artifact = call(VersionTools(cli_tools(repo), VERSION_CLI_CALLS))
     finally:
         repo.close()
+    if artifact["status"] != "success":
+        raise CommandFailed(one_line(text))
     if colour and sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
         text = _coloured(text)
     print(text)
-    return EXIT_STATUS[artifact["status"]]
+    return 0
 
 
 def _cmd_versions(args: argparse.Namespace) -> int:
@@ -98,16 +108,14 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help=f"how many versions to show: 1-{VERSIONS_LIMIT_MAX} (default: %(default)s)",
     )
-    add_url_option(versions)
-    add_read_only_option(versions)
+    add_store_options(versions, read_only=True)
     versions.set_defaults(func=_cmd_versions)
 
     diff = subparsers.add_parser("diff", help="what changed between two versions of an agent")
     _name(diff)
     _version(diff, "from_version", "the older version")
     _version(diff, "to_version", "the newer version")
-    add_url_option(diff)
-    add_read_only_option(diff)
+    add_store_options(diff, read_only=True)
     diff.set_defaults(func=_cmd_diff)
 
     rollback = subparsers.add_parser(
@@ -138,6 +146,5 @@ def register(subparsers: Any) -> None:
 
     labels = subparsers.add_parser("labels", help="an agent's labels and every move of them")
     _name(labels)
-    add_url_option(labels)
-    add_read_only_option(labels)
+    add_store_options(labels, read_only=True)
     labels.set_defaults(func=_cmd_labels)

@@ -1,7 +1,8 @@
 """The writing commands of ``acti-store``: create, update, clone, delete and record.
 
 create, update, clone and delete call the builder tools' logic (``BuilderTools``), as the model
-does, and print its text in CLI wording: exit 0 on success, 1 on an ``ERROR: ...`` text. record
+does, and print its text in CLI wording: exit 0 on success; an ``ERROR: ...`` text is one
+``error: ...`` line on stderr and status 1. record
 is for scripts that run agents elsewhere: it appends the run through ``record_execution``.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -20,6 +22,7 @@ from ..errors import AgentNotFoundError
 from ..models import TOOL_CATEGORIES, AgentConfig, ExecutionRecord, is_valid_name
 from ..repository import AgentRepository
 from ..tools import render
+from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.schemas import (
     AgentNameArgs,
@@ -28,12 +31,15 @@ from ..tools.schemas import (
     UpdateAgentConfigArgs,
 )
 from ..validation import FieldError
+from ..versioning import MESSAGE_MAX_LENGTH
 from .options import (
-    EXIT_STATUS,
+    CommandFailed,
     add_field_argument,
     add_url_option,
     checked_by,
     cli_tools,
+    emit,
+    one_line,
     open_from_args,
 )
 
@@ -58,18 +64,13 @@ class FileRefused(Exception):
     """The agent file cannot be read or is not an agent document; the message says why."""
 
 
-def _print_result(result: Result) -> int:
-    text, artifact = result
-    print(text)
-    return EXIT_STATUS[artifact["status"]]
-
-
-def _with_tools(args: argparse.Namespace, call: Any) -> int:
+def _with_tools(args: argparse.Namespace, call: Callable[[BuilderTools], Result]) -> int:
     repo = open_from_args(args)
     try:
-        return _print_result(call(cli_tools(repo)))
+        result = call(cli_tools(repo))
     finally:
         repo.close()
+    return emit(result)
 
 
 # -- create ----------------------------------------------------------------------------------------
@@ -103,10 +104,8 @@ def _cmd_create(args: argparse.Namespace) -> int:
     try:
         config = read_agent_file(args.file)
     except FileRefused as exc:
-        print(
-            f"error: {'standard input' if args.file == '-' else args.file}: {exc}", file=sys.stderr
-        )
-        return 1
+        source = "standard input" if args.file == "-" else args.file
+        raise CommandFailed(f"{source}: {exc}") from None
     required = {key: config.pop(key, None) for key in ("name", "description", "system_prompt")}
     return _with_tools(args, lambda tools: tools.create_agent_config(**required, **config))
 
@@ -144,9 +143,12 @@ def _cmd_update(args: argparse.Namespace) -> int:
         tags = _new_tags(repo, args)
         if tags is not None:
             changes["tags"] = tags
-        return _print_result(cli_tools(repo).update_agent_config(name=args.name, **changes))
+        result = cli_tools(repo).update_agent_config(
+            name=args.name, **changes, message=args.message
+        )
     finally:
         repo.close()
+    return emit(result)
 
 
 # -- clone, delete ---------------------------------------------------------------------------------
@@ -178,16 +180,14 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 
 def _cmd_record(args: argparse.Namespace) -> int:
     if not is_valid_name(args.name):
-        print(render.invalid_name("name", args.name))
-        return 1
+        raise CommandFailed(one_line(render.invalid_name("name", args.name)))
     repo = open_from_args(args)
     try:
         try:
             started = repo.now() - timedelta(seconds=args.duration)
         except OverflowError:  # before the year 1: no datetime holds it
             problem = FieldError("duration_seconds", DURATION_TOO_LONG)
-            print(render.invalid_parameters("record", [problem]))
-            return 1
+            raise CommandFailed(one_line(render.invalid_parameters("record", [problem]))) from None
         try:
             record = ExecutionRecord(
                 timestamp=started,
@@ -199,12 +199,12 @@ def _cmd_record(args: argparse.Namespace) -> int:
                 error_type=args.error_type,
             )
         except ValidationError as exc:
-            print(render.invalid_parameters("record", render.field_errors(exc)))
-            return 1
+            problems = render.field_errors(exc)
+            raise CommandFailed(one_line(render.invalid_parameters("record", problems))) from None
         try:
             repo.record_execution(args.name, record)
         except AgentNotFoundError:
-            return _print_result(cli_tools(repo).not_found(args.name))
+            return emit(cli_tools(repo).not_found(args.name))
         stats = repo.execution_stats(args.name)
     finally:
         repo.close()
@@ -329,6 +329,21 @@ def _update_options(parser: argparse.ArgumentParser) -> None:
         metavar="TAG",
         help="remove a tag (repeatable)",
     )
+    parser.add_argument(
+        "--message",
+        type=message_text,
+        default=None,
+        metavar="TEXT",
+        help="why it changed, saved with the new version (acti-store versions shows it; at "
+        f"most {MESSAGE_MAX_LENGTH} characters)",
+    )
+
+
+def message_text(text: str) -> str:
+    """``--message``: a version's message, at most ``MESSAGE_MAX_LENGTH`` characters."""
+    if len(text) > MESSAGE_MAX_LENGTH or "\x00" in text:
+        raise argparse.ArgumentTypeError(f"at most {MESSAGE_MAX_LENGTH} characters of text")
+    return text
 
 
 def _record_options(parser: argparse.ArgumentParser) -> None:

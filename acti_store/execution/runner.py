@@ -104,6 +104,9 @@ class AgentRunner(KeepsServers):
     the default: each run starts its servers and stops them when it ends). Such a runner shares
     its servers between runs, concurrent ones too (see ``pool``); close it (``async with``,
     ``aclose()`` or ``close()``) to stop them.
+
+    ``calls``: how the error reports name what to do next: tool calls for the model
+    (``texts.TOOL_RUN_CALLS``, the default), ``acti-store`` commands (``texts.CLI_RUN_CALLS``).
     """
 
     def __init__(
@@ -114,6 +117,7 @@ class AgentRunner(KeepsServers):
         catalog: McpCatalog | str | os.PathLike[str] | None = None,
         connect_timeout: float | None = None,
         keep_servers: float | None = None,
+        calls: texts.RunCalls = texts.TOOL_RUN_CALLS,
     ) -> None:
         if connect_timeout is not None and connect_timeout <= 0:
             raise ValueError("connect_timeout must be positive")
@@ -123,6 +127,7 @@ class AgentRunner(KeepsServers):
         self._model = model
         self._catalog = McpCatalog.load(catalog)
         self._connect_timeout = connect_timeout
+        self._calls = calls
         super().__init__(None if keep_servers is None else WarmPool(keep_servers))
 
     @property
@@ -262,10 +267,10 @@ class AgentRunner(KeepsServers):
                 + ", ".join(u.category for u in state.unavailable),
                 error_type=MCP_ERROR,
             )
-            unavailable, commands = list(state.unavailable), state.commands
+            unavailable, commands, calls = list(state.unavailable), state.commands, self._calls
             return Outcome(
                 result,
-                lambda _: texts.render_missing_tools(agent.name, unavailable, commands),
+                lambda _: texts.render_missing_tools(agent.name, unavailable, commands, calls),
                 recorded=False,
             )
 
@@ -312,11 +317,13 @@ class AgentRunner(KeepsServers):
             return self._model_error(state, describe_error(exc), fix)
 
     def _model_error(self, state: RunState, problem: str, fix: str) -> Outcome:
-        agent = state.agent
+        agent, calls = state.agent, self._calls
         result = state.result(success=False, error=problem, error_type=MODEL_ERROR)
         return Outcome(
             result,
-            lambda r: texts.render_model_unavailable(agent.name, agent.model, r.error or "", fix),
+            lambda r: texts.render_model_unavailable(
+                agent.name, agent.model, r.error or "", fix, calls
+            ),
             recorded=False,
         )
 
@@ -370,6 +377,7 @@ class AgentRunner(KeepsServers):
                 commands=commands,
                 connect_timeout=state.connect_timeout,
                 timeout=state.timeout,
+                calls=self._calls,
             )
 
         name = MCP_TIMEOUT_ERROR if timed_out else MCP_CONNECTION_ERROR
@@ -422,7 +430,7 @@ class AgentRunner(KeepsServers):
             )
             return Outcome(
                 result,
-                lambda r: texts.render_timeout(r, state.timeout),
+                lambda r: texts.render_timeout(r, state.timeout, self._calls),
                 error_name=EXECUTION_TIMEOUT,
             )
         except Exception as exc:
@@ -457,7 +465,12 @@ class AgentRunner(KeepsServers):
             error=describe_error(exc),
             error_type=EXECUTION_ERROR,
         )
-        return Outcome(result, texts.render_execution_error, error_name=EXECUTION_ERROR_NAME)
+        calls = self._calls
+        return Outcome(
+            result,
+            lambda r: texts.render_execution_error(r, calls),
+            error_name=EXECUTION_ERROR_NAME,
+        )
 
 
 # The scrubber, the server pool and the tool gate stay importable from here, where they lived.

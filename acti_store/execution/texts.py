@@ -1,17 +1,69 @@
 """The texts of ``execute_created_agent``: each template defined once, here.
 
 The success, degraded, missing-tool, timeout and execution-error texts are the contract's, word for
-word. The MCP connection/timeout and model texts are ours, written in the contract's style.
+word. The MCP connection/timeout and model texts are ours, written in the contract's style. What a
+text tells the reader to do next is a ``RunCalls``: tool calls for the model (``TOOL_RUN_CALLS``,
+the contract's words), ``acti-store`` commands for a person (``CLI_RUN_CALLS``, ``acti-store run``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ..models import TIMEOUT_MAX
 from .results import ExecutionResult, ToolCallRecord, Unavailable
+
+
+@dataclass(frozen=True)
+class RunCalls:
+    """What a run's error texts tell the reader to do next, in the reader's terms.
+
+    ``longer_timeout`` takes ``{name}`` and ``{longer}``; ``review`` and ``other_model`` take
+    ``{name}``; the others are whole sentences (``tool_status``) or steps.
+    """
+
+    longer_timeout: str
+    review: str
+    other_model: str
+    tool_status: str
+    server_health: str
+    skip: str
+
+    def fill(self, name: str, longer: float) -> dict[str, str]:
+        """The fields, filled in for the agent ``name`` and the ``longer`` timeout proposed."""
+        return {
+            "longer_timeout": self.longer_timeout.format(name=name, longer=longer),
+            "review": self.review.format(name=name),
+            "other_model": self.other_model.format(name=name),
+            "tool_status": self.tool_status,
+            "server_health": self.server_health,
+            "skip": self.skip,
+        }
+
+
+#: The model's terms: the contract's tool calls.
+TOOL_RUN_CALLS: Final = RunCalls(
+    longer_timeout="execute_created_agent(..., timeout={longer:.1f})",
+    review="get_agent_config('{name}')",
+    other_model="update_agent_config('{name}', model='provider:model')",
+    tool_status="Use list_available_tools() to check current tool status.",
+    server_health="Check MCP server health with /tools command",
+    skip="Or use skip_unavailable_tools=True to run with available tools only",
+)
+#: A person's terms: ``acti-store`` commands and options (names are snake_case: no quoting).
+CLI_RUN_CALLS: Final = RunCalls(
+    longer_timeout='acti-store run {name} "TASK" --timeout {longer:.1f}',
+    review="acti-store show {name}",
+    other_model="acti-store update {name} --model PROVIDER:MODEL",
+    tool_status="Check the MCP catalog (--mcp-config FILE, else $ACTI_STORE_MCP_CONFIG) for the "
+    "categories' servers.",
+    server_health="Check that the agent's MCP servers start (their commands are in the MCP "
+    "catalog)",
+    skip="Or leave out --no-skip-unavailable to run with the available tools only",
+)
 
 RULE: Final = "=" * 80
 #: How much of a tool's result or error one trace line shows.
@@ -64,7 +116,7 @@ Missing tools:
 {unavailable}
 To fix this:
 {steps}
-Use list_available_tools() to check current tool status.
+{tool_status}
 """
 STEP_SET_VARIABLE: Final = "Set the required environment variable: {variables}"
 STEP_SET_VARIABLES: Final = "Set the required environment variables: {variables}"
@@ -72,7 +124,6 @@ STEP_CONFIGURE: Final = (
     "Configure an MCP server for {categories} in the MCP catalog (ACTI_STORE_MCP_CONFIG)"
 )
 STEP_CHECK_SERVER: Final = "Check that the MCP server starts: {command}"
-STEP_SKIP: Final = "Or use skip_unavailable_tools=True to run with available tools only"
 STEP_LINE: Final = "  {index}. {step}\n"
 
 TIMEOUT_ERROR: Final = """\
@@ -86,9 +137,9 @@ The agent did not complete within the specified timeout. This may happen for:
   - Large data processing operations
 
 Suggestions:
-  1. Increase timeout: execute_created_agent(..., timeout={longer:.1f})
+  1. Increase timeout: {longer_timeout}
   2. Simplify the task into smaller sub-tasks
-  3. Check MCP server health with /tools command
+  3. {server_health}
 """
 
 EXECUTION_ERROR: Final = """\
@@ -103,7 +154,7 @@ Partial execution details:
   Tool Calls Attempted: {count}
 {trace}
 The agent configuration may need adjustment, or the task input was malformed.
-Use get_agent_config('{name}') to review the agent's configuration.
+Use {review} to review the agent's configuration.
 """
 
 MCP_CONNECTION_ERROR: Final = """\
@@ -117,7 +168,7 @@ Error type: MCPConnectionError
 
 To fix this:
 {steps}
-Use list_available_tools() to check current tool status.
+{tool_status}
 """
 
 MCP_TIMEOUT_ERROR: Final = """\
@@ -132,11 +183,11 @@ Error type: MCPTimeoutError
 
 To fix this:
 {steps}
-Use list_available_tools() to check current tool status.
+{tool_status}
 """
 STEP_LONGER_TIMEOUT: Final = (
-    "Increase timeout: execute_created_agent(..., timeout={longer:.1f}); the first start of an "
-    "npx or uvx server downloads its package"
+    "Increase timeout: {longer_timeout}; the first start of an npx or uvx server downloads its "
+    "package"
 )
 
 MODEL_UNAVAILABLE: Final = """\
@@ -147,7 +198,7 @@ Problem: {problem}
 
 To fix this:
   1. {fix}
-  2. Or choose another model: update_agent_config('{name}', model='provider:model')
+  2. Or choose another model: {other_model}
 """
 MODEL_MISSING_KEY: Final = "Missing credentials ({variables} not set)"
 MODEL_FIX_KEY: Final = "Set the required environment variable: {variable}"
@@ -281,7 +332,10 @@ def _degraded_fix(unavailable: Sequence[Unavailable]) -> str:
 
 
 def render_missing_tools(
-    name: str, unavailable: Sequence[Unavailable], commands: Mapping[str, str]
+    name: str,
+    unavailable: Sequence[Unavailable],
+    commands: Mapping[str, str],
+    calls: RunCalls = TOOL_RUN_CALLS,
 ) -> str:
     """``skip_unavailable_tools=False`` and some category is unavailable."""
     steps = []
@@ -295,9 +349,12 @@ def render_missing_tools(
     for u in unavailable:
         if u.kind in ("connection", "timeout") and u.category in commands:
             steps.append(STEP_CHECK_SERVER.format(command=commands[u.category]))
-    steps.append(STEP_SKIP)
+    steps.append(calls.skip)
     return MISSING_TOOLS.format(
-        name=name, unavailable=_unavailable_lines(unavailable), steps=_steps(steps)
+        name=name,
+        unavailable=_unavailable_lines(unavailable),
+        steps=_steps(steps),
+        tool_status=calls.tool_status,
     )
 
 
@@ -309,8 +366,10 @@ def render_mcp_error(
     commands: Mapping[str, str],
     connect_timeout: float,
     timeout: float,
+    calls: RunCalls = TOOL_RUN_CALLS,
 ) -> str:
     """A server failed to start (MCPConnectionError) or did not answer (MCPTimeoutError)."""
+    filled = calls.fill(result.agent_name, longer_timeout(timeout))
     lines = "".join(
         UNAVAILABLE_LINE.format(
             category=f"{u.category} ({providers.get(u.category, u.category)})", reason=u.reason
@@ -323,27 +382,39 @@ def render_mcp_error(
         if u.category in commands
     ]
     if any(u.kind == "timeout" for u in failures):
-        steps.insert(0, STEP_LONGER_TIMEOUT.format(longer=longer_timeout(timeout)))
-        steps.append(STEP_SKIP)
+        steps.insert(0, STEP_LONGER_TIMEOUT.format(**filled))
+        steps.append(calls.skip)
         return MCP_TIMEOUT_ERROR.format(
             name=result.agent_name,
             task=result.task,
             seconds=connect_timeout,
             failures=lines,
             steps=_steps(steps),
+            tool_status=calls.tool_status,
         )
-    steps.append(STEP_SKIP)
+    steps.append(calls.skip)
     return MCP_CONNECTION_ERROR.format(
-        name=result.agent_name, task=result.task, failures=lines, steps=_steps(steps)
+        name=result.agent_name,
+        task=result.task,
+        failures=lines,
+        steps=_steps(steps),
+        tool_status=calls.tool_status,
     )
 
 
-def render_timeout(result: ExecutionResult, timeout: float) -> str:
-    return TIMEOUT_ERROR.format(timeout=timeout, task=result.task, longer=longer_timeout(timeout))
+def render_timeout(
+    result: ExecutionResult, timeout: float, calls: RunCalls = TOOL_RUN_CALLS
+) -> str:
+    return TIMEOUT_ERROR.format(
+        timeout=timeout,
+        task=result.task,
+        **calls.fill(result.agent_name, longer_timeout(timeout)),
+    )
 
 
-def render_execution_error(result: ExecutionResult) -> str:
+def render_execution_error(result: ExecutionResult, calls: RunCalls = TOOL_RUN_CALLS) -> str:
     return EXECUTION_ERROR.format(
+        review=calls.review.format(name=result.agent_name),
         name=result.agent_name,
         task=result.task,
         error=result.error or "unknown error",
@@ -353,5 +424,13 @@ def render_execution_error(result: ExecutionResult) -> str:
     )
 
 
-def render_model_unavailable(name: str, model: str, problem: str, fix: str) -> str:
-    return MODEL_UNAVAILABLE.format(name=name, model=model, problem=problem, fix=fix)
+def render_model_unavailable(
+    name: str, model: str, problem: str, fix: str, calls: RunCalls = TOOL_RUN_CALLS
+) -> str:
+    return MODEL_UNAVAILABLE.format(
+        name=name,
+        model=model,
+        problem=problem,
+        fix=fix,
+        other_model=calls.other_model.format(name=name),
+    )

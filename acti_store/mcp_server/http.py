@@ -10,10 +10,13 @@ nothing. The token is compared in constant time and never written to a log or a 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import ipaddress
+import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
+from typing import Final
 
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -31,6 +34,34 @@ from .server import McpServer
 
 class UnsafeExposureError(AgentStoreError):
     """Serving off loopback without a token, or with a token variable that is not set."""
+
+
+class ListenError(AgentStoreError):
+    """The address cannot be listened on: the port is in use, the host is not this machine's..."""
+
+
+#: Why ``serve_http`` cannot start; ``IN_USE`` is added when another process has the port.
+CANNOT_LISTEN: Final = "cannot serve MCP at {url}: {reason}"
+IN_USE: Final = " (another process listens on port {port}: stop it, or choose another port)"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening (as uvicorn would bind it), or
+    ``ListenError`` saying why not."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(socket.SOMAXCONN)
+    except OSError as exc:
+        sock.close()
+        reason = str(exc.strerror or exc)
+        if exc.errno == errno.EADDRINUSE:
+            reason += IN_USE.format(port=port)
+        url = endpoint_url(host, port)
+        raise ListenError(CANNOT_LISTEN.format(url=url, reason=reason)) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def is_loopback(host: str) -> bool:
@@ -120,10 +151,15 @@ def http_app(server: McpServer, *, host: str, token: str | None) -> ASGIApp:
 
 
 async def serve_http(server: McpServer, *, host: str, port: int, token: str | None) -> None:
-    """Serve at ``http://host:port/mcp`` until interrupted (Ctrl-C, SIGTERM)."""
+    """Serve at ``http://host:port/mcp`` until interrupted (Ctrl-C, SIGTERM).
+
+    The port is bound before anything is said: ``ListenError`` when it cannot be (in use...),
+    and the "serving at" line only once clients can connect.
+    """
     if token is None and not is_loopback(host):
         raise UnsafeExposureError(texts.NEEDS_TOKEN.format(host=host, variable=ENV_TOKEN))
     app = http_app(server, host=host, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-    print(texts.SERVING.format(url=endpoint_url(host, port)), file=sys.stderr, flush=True)
-    await uvicorn.Server(config).serve()
+    with listen(host, port) as sock:
+        print(texts.SERVING.format(url=endpoint_url(host, port)), file=sys.stderr, flush=True)
+        await uvicorn.Server(config).serve(sockets=[sock])

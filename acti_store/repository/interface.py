@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, TypeVar
+from typing import Any, Final, Literal, Protocol, Self, TypeVar
 
 from pydantic import ValidationError
 
@@ -321,6 +321,21 @@ class AgentRepository(AsyncTwins, ABC):
 
     def close(self) -> None:
         """Release connections (of a store used from async code, ``aclose`` releases all)."""
+
+    def __enter__(self) -> Self:
+        """``with open_repository(...) as repo:`` closes the store (``close``) at the end."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        """``async with open_repository(...) as repo:`` closes the store (``aclose``) at the
+        end."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     # -- configuration versions (see ``acti_store.versioning``) -----------------------------------
     # Each raises ``AgentNotFoundError`` for an unknown agent; arguments out of their rules are

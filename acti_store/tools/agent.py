@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from ..errors import MissingExtraError
 from ..models import (
     DESCRIPTION_MAX_LENGTH,
     DESCRIPTION_MIN_LENGTH,
@@ -22,7 +23,7 @@ from ..repository import AgentRepository
 from .builder import BuilderTools
 from .defaults import BUILDER_TOOLS, default_repository
 from .specs import SPECS_BY_NAME, ToolSpec, make_builder_tools, version_tools
-from .texts import STRATA_LINES
+from .texts import BUILDER_AGENT_NEEDS_EXTRA, STRATA_LINES
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import InterruptOnConfig
@@ -293,9 +294,13 @@ def create_builder_agent(
     when ``repo`` is None), their part of the prompt, and to the default approval a confirmed
     ``rollback_agent_config`` and a ``set_agent_label`` of ``production``
     (``VERSION_INTERRUPT_ON``).
-    Other keyword arguments go to ``deepagents.create_deep_agent``.
+    Other keyword arguments go to ``deepagents.create_deep_agent``. Without the ``agents``
+    extra, raises ``MissingExtraError`` (an ``ImportError``) saying what to install.
     """
-    from deepagents import create_deep_agent
+    try:
+        from deepagents import create_deep_agent
+    except ImportError as exc:
+        raise MissingExtraError(BUILDER_AGENT_NEEDS_EXTRA.format(reason=exc)) from exc
 
     if runner is not None:
         repo = runner.repo if repo is None else repo

@@ -198,6 +198,8 @@ class BuilderTools:
         model: object = None,
         stratum: object = None,
         tags: object = None,
+        *,
+        message: str | None = None,
     ) -> Result:
         agent_name = valid_name("name", name)
 
@@ -217,9 +219,8 @@ class BuilderTools:
                 },
                 describe,
             )
-            # No expected version: the update applies to the latest one and never conflicts;
-            # the changes reported are those between the two versions its transaction saw.
-            outcome = self.repo.update_returning_previous(agent_name, changes)
+            # No expected version: updates the latest (no conflict); reports what its update saw.
+            outcome = self.repo.update_returning_previous(agent_name, changes, message=message)
         except Refused:
             self._require(agent_name, texts.USE_NAMES_OR_CREATE)  # a missing agent comes first
             raise

@@ -233,10 +233,16 @@ Reason: {reason}
 Nothing was changed. Trying again will not help: the store itself needs attention. Tell the \
 user the reason above; do not retry this request until it is fixed."""
 
+#: How to install the ``agents`` extra (deepagents, LangChain, MCP): one text for every message.
+INSTALL_AGENTS_EXTRA: Final = 'pip install "acti-store[agents]"'
 AGENTS_EXTRA_MISSING: Final = (
     "ERROR: Cannot execute agent '{name}' - the agent runtime is not installed.\n\n"
     "Reason: {reason}\n\n"
-    'Install it with: pip install "acti-store[agents]"'
+    f"Install it with: {INSTALL_AGENTS_EXTRA}"
+)
+#: What ``create_builder_agent`` raises (``MissingExtraError``) without the ``agents`` extra.
+BUILDER_AGENT_NEEDS_EXTRA: Final = (
+    f"create_builder_agent needs the agents extra ({{reason}}): {INSTALL_AGENTS_EXTRA}"
 )
 
 # --------------------------------------------------------------------------------------------------

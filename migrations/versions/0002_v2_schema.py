@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import context, op
-from alembic.util import CommandError
+
+from acti_store.migrations.offline import offline_data_step
 
 revision: str = "0002_v2"
 down_revision: str | None = "0001_v1"
@@ -52,12 +53,37 @@ def _mask(tools: object) -> int:
     return mask
 
 
+def _agents_before_rebuild() -> sa.Table:
+    """The agents table as the rebuild in ``upgrade`` finds it: 0001's, plus the new columns.
+
+    What batch mode reflects on SQLite; given to it when the upgrade is printed as SQL (no
+    database to reflect: ``migrate --sql`` on an empty one).
+    """
+    return sa.Table(
+        "agents",
+        sa.MetaData(),
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("name", sa.String(length=64), nullable=False),
+        sa.Column("description", sa.Text(), nullable=False),
+        sa.Column("system_prompt", sa.Text(), nullable=False),
+        sa.Column("tools", sa.JSON(), nullable=False),
+        sa.Column("model", sa.String(length=200), nullable=False),
+        sa.Column("stratum", sa.String(length=8), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("version", sa.String(length=20), nullable=False),
+        sa.Column("builder", sa.String(length=200), nullable=False),
+        *(sa.Column(name, type_, nullable=True) for name, type_ in _NEW_COLUMNS),
+        sa.PrimaryKeyConstraint("id", name="pk_agents"),
+        sa.UniqueConstraint("name", name="uq_agents_name"),
+        sa.Index("ix_agents_stratum", "stratum"),
+        sa.Index("ix_agents_created_at", "created_at"),
+    )
+
+
 def upgrade() -> None:
-    if context.is_offline_mode():
-        raise CommandError(
-            "revision 0002_v2 computes each agent's tool mask from its rows and cannot be "
-            "printed as SQL: run this upgrade online (acti-store migrate)"
-        )
+    offline = context.is_offline_mode()
+    if offline:  # printed as SQL (--sql): only where there are no rows to compute masks of
+        offline_data_step(revision, "computes each agent's tool mask")
     with op.batch_alter_table("agents") as batch:
         for name, type_ in _NEW_COLUMNS:
             batch.add_column(sa.Column(name, type_, nullable=True))
@@ -74,7 +100,7 @@ def upgrade() -> None:
         "execution_count = 0, success_count = 0, error_count = 0, total_executions = 0, "
         "tags = '[]'"
     )
-    rows = bind.execute(sa.select(agents.c.id, agents.c.tools)).all()
+    rows = [] if offline else bind.execute(sa.select(agents.c.id, agents.c.tools)).all()
     masks = [{"agent_id": row.id, "mask": _mask(row.tools)} for row in rows]
     if masks:
         bind.execute(
@@ -84,7 +110,8 @@ def upgrade() -> None:
             masks,
         )
 
-    with op.batch_alter_table("agents") as batch:
+    rebuilt = _agents_before_rebuild() if offline else None
+    with op.batch_alter_table("agents", copy_from=rebuilt) as batch:
         batch.drop_column("version")
         batch.alter_column(
             "version_number", new_column_name="version", nullable=False, existing_type=sa.Integer()

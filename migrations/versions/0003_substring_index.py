@@ -25,7 +25,6 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import context, op
-from alembic.util import CommandError
 
 from acti_store.engine import store_schema
 
@@ -62,6 +61,34 @@ _SQLITE_DOWN = (
 )
 
 
+#: ``_pg_trgm_schema`` and the indexes, done by the server: the upgrade printed as SQL. Missing,
+#: pg_trgm is created in the session's current schema (the store's: the printed SQL sets the
+#: search path to it). No ``%`` in it: the printed SQL would show it doubled.
+_PG_TRGM_OFFLINE = """DO $$
+DECLARE
+    trgm text;
+BEGIN
+    SELECT n.nspname INTO trgm FROM pg_extension e
+        JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF trgm IS NULL THEN
+        BEGIN
+            EXECUTE 'CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA '
+                || quote_ident(current_schema());
+            trgm := current_schema();
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING USING MESSAGE =
+                'pg_trgm unavailable (' || SQLERRM || '): substring search will scan';
+        END;
+    END IF;
+    IF trgm IS NOT NULL THEN
+        EXECUTE 'CREATE INDEX ix_agents_trgm_name ON agents USING gin (lower(name) '
+            || quote_ident(trgm) || '.gin_trgm_ops)';
+        EXECUTE 'CREATE INDEX ix_agents_trgm_description ON agents USING gin (lower(description) '
+            || quote_ident(trgm) || '.gin_trgm_ops)';
+    END IF;
+END $$"""
+
+
 def _pg_trgm_schema(bind: sa.Connection) -> str | None:
     """The schema holding pg_trgm, creating the extension if we may; None if unavailable."""
     find = sa.text(
@@ -92,11 +119,9 @@ def upgrade() -> None:
         for statement in _SQLITE_UP:
             op.execute(statement)
     elif bind.dialect.name == "postgresql":
-        if context.is_offline_mode():
-            raise CommandError(
-                "revision 0003_search looks up the pg_trgm extension in the database and cannot "
-                "be printed as SQL: run this upgrade online (acti-store migrate)"
-            )
+        if context.is_offline_mode():  # printed as SQL (--sql): the server looks pg_trgm up
+            op.execute(_PG_TRGM_OFFLINE)
+            return
         schema = _pg_trgm_schema(bind)
         if schema is not None:
             for column in ("name", "description"):
