@@ -2,7 +2,8 @@
 
 An error is one ``error: ...`` line on stderr and status 1 (argparse's usage errors: status 2); a
 tool's refusal too (its ``ERROR:`` text on one line), with nothing on stdout; a closed stdout ends
-quietly with status 1; Ctrl-C ends with status 130. The processes run in parallel to keep this quick.
+quietly with status 1; Ctrl-C ends with status 130. The processes run in parallel to keep this
+quick.
 """
 
 from __future__ import annotations
