@@ -181,3 +181,38 @@ def test_update_shows_a_change_of_whitespace(
     text = tools["update_agent_config"].invoke({"name": "lead_qualifier", "system_prompt": new})
     old_shown, new_shown = text.split("  - system_prompt: ")[1].split("\n")[0].split(" -> ")
     assert old_shown != new_shown and "\\n" in new_shown
+
+
+# --------------------------------------------------------------------------------------------------
+# A list may come as JSON text (the MCP Inspector's CLI and some models send lists so)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_lists_may_be_json_text(repo: SqlAgentRepository, tools: dict[str, BaseTool]) -> None:
+    created = invoked(
+        tools["create_agent_config"],
+        {**make_config().model_dump(), "tools": '["crm", "communication"]', "tags": ' ["sales"]'},
+    )
+    assert created.status == "success", created.content
+    assert repo.get("lead_qualifier").tools == ["crm", "communication"]
+    assert repo.get("lead_qualifier").tags == ["sales"]
+
+    found = invoked(tools["search_agents"], {"tools": '["crm"]', "tags": '["sales"]'})
+    assert found.artifact["names"] == ["lead_qualifier"]
+    cloned = invoked(
+        tools["clone_agent_config"],
+        {"source_name": "lead_qualifier", "new_name": "lead_copy", "tags": '["copy"]'},
+    )
+    assert cloned.status == "success" and repo.get("lead_copy").tags == ["copy"]
+    updated = invoked(tools["update_agent_config"], {"name": "lead_qualifier", "tags": "[]"})
+    assert updated.status == "success" and repo.get("lead_qualifier").tags == []
+
+
+@pytest.mark.parametrize("value", ['["crm"', '"crm"', "crm", '{"a": 1}', "[" * 100_000])
+def test_text_that_is_no_json_list_is_refused(
+    repo: SqlAgentRepository, tools: dict[str, BaseTool], value: str
+) -> None:
+    repo.create(make_config())
+    message = invoked(tools["update_agent_config"], {"name": "lead_qualifier", "tools": value})
+    assert message.status == "error"
+    assert "  - tools: Input should be a valid list" in message.content

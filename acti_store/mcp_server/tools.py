@@ -27,7 +27,9 @@ ARTIFACT_SCHEMA: Final[Mapping[str, Any]] = {
     "properties": {
         "status": {"type": "string", "enum": ["success", "error"]},
         "error": {
-            "type": ["string", "null"],
+            # anyOf, not a type array: strict validators (Ajv's strict mode, in TypeScript
+            # clients) warn about union types.
+            "anyOf": [{"type": "string"}, {"type": "null"}],
             "description": "When status is error: the kind of refusal (not_found, validation, "
             "already_exists, store_error, ...); for execute_created_agent, the run's error "
             "message (its kind is error_type).",
