@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 from mcp_harness import acti_store, free_port, http_process, http_session, server_env
@@ -118,3 +119,61 @@ async def test_an_unparsable_body_is_a_parse_error(server: Server, body: bytes, 
         assert len((await session.list_tools()).tools) == 10
     log = settle(server, 0.5)
     assert "Traceback" not in log, log
+
+
+def sse_events(text: str) -> list[dict[str, str]]:
+    """The events of an SSE body, each as its fields."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields = dict(
+            line.split(": ", 1) if ": " in line else (line.rstrip(":"), "")
+            for line in block.split("\n")
+            if line
+        )
+        if fields:
+            events.append(fields)
+    return events
+
+
+async def test_streams_start_with_a_priming_event_and_resume(server: Server) -> None:
+    headers = {**AUTH, **JSON_POST}
+    async with httpx.AsyncClient(timeout=30, headers=headers) as client:
+        init = await client.post(
+            server.url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "probe", "version": "1"},
+                },
+            },
+        )
+        session = {"mcp-session-id": init.headers["mcp-session-id"]}
+        session["mcp-protocol-version"] = "2025-11-25"
+        await client.post(
+            server.url,
+            headers=session,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        )
+        ping = await client.post(
+            server.url, headers=session, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        )
+        priming, answer = sse_events(ping.text)
+        # The client lost the answer: it reconnects with the priming event's id and gets it
+        # again (the stream then stays open for what comes next: read until the answer).
+        resume = {**session, "Accept": "text/event-stream", "Last-Event-ID": priming["id"]}
+        replayed = ""
+        with anyio.fail_after(30):
+            async with client.stream("GET", server.url, headers=resume) as stream:
+                async for line in stream.aiter_lines():
+                    replayed += line + "\n"
+                    if line.startswith("data: {"):
+                        break
+
+    assert priming["data"] == "" and priming["retry"] == "1000" and priming["id"]
+    assert answer["data"] == '{"jsonrpc":"2.0","id":2,"result":{}}'
+    (event,) = [e for e in sse_events(replayed) if e.get("data")]
+    assert event["id"] == answer["id"] and event["data"] == answer["data"]

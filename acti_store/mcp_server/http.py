@@ -11,6 +11,8 @@ OAuth here, and a 401 there would start an OAuth-aware client's authorization fl
 A body the SDK cannot parse without raising (invalid UTF-8, JSON nested deeper than Python
 parses) gets the JSON-RPC parse error (HTTP 400) before it reaches the SDK, which would answer
 500 and log a traceback; a client that goes away leaves no traceback either (``quiet_sdk_log``).
+SSE streams start with a priming event and can be resumed after a broken connection
+(``events``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..errors import AgentStoreError
 from . import texts
 from .defaults import ENV_TOKEN, PATH
+from .events import RETRY_MS, RecentEvents
 from .server import McpServer
 
 #: Where OAuth-aware clients look for an authorization server (RFC 9728, RFC 8414).
@@ -202,7 +205,12 @@ class _Sessions:
 
 def http_app(server: McpServer, *, host: str, token: str | None) -> ASGIApp:
     """The ASGI app: the MCP endpoint at ``PATH``, behind the token when there is one."""
-    manager = StreamableHTTPSessionManager(app=server, security_settings=_security(host))
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        security_settings=_security(host),
+        event_store=RecentEvents(),
+        retry_interval=RETRY_MS,
+    )
     sessions = _Sessions(manager)
 
     @contextlib.asynccontextmanager
