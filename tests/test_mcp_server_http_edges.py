@@ -11,9 +11,12 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from mcp import types
+from mcp.server.streamable_http import EventMessage
 from mcp_harness import acti_store, free_port, http_process, http_session, server_env
 
 from acti_store.mcp_server.defaults import ENV_TOKEN
+from acti_store.mcp_server.events import RecentEvents
 
 pytestmark = pytest.mark.slow  # each test starts serve-mcp in a process
 
@@ -177,3 +180,22 @@ async def test_streams_start_with_a_priming_event_and_resume(server: Server) -> 
     assert answer["data"] == '{"jsonrpc":"2.0","id":2,"result":{}}'
     (event,) = [e for e in sse_events(replayed) if e.get("data")]
     assert event["id"] == answer["id"] and event["data"] == answer["data"]
+
+
+async def test_recent_events_are_bounded_and_kept_per_stream() -> None:
+    store = RecentEvents(max_events=3)
+    message = types.JSONRPCMessage(types.JSONRPCNotification(jsonrpc="2.0", method="m"))
+    first = await store.store_event("a", None)
+    other = await store.store_event("b", message)
+    mine = await store.store_event("a", message)
+    sent: list[EventMessage] = []
+
+    async def send(event: EventMessage) -> None:
+        sent.append(event)
+
+    assert await store.replay_events_after(first, send) == "a"
+    assert [e.event_id for e in sent] == [mine]  # not stream b's
+    assert await store.replay_events_after("never-given", send) is None
+    await store.store_event("a", message)  # a fourth: the first is dropped
+    assert await store.replay_events_after(first, send) is None
+    assert other != mine and len({first, other, mine}) == 3
