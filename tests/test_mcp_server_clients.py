@@ -127,3 +127,26 @@ def test_the_mcp_inspector_lists_and_calls_the_tools(store_url: str) -> None:
     assert search["content"] == [{"type": "text", "text": search_text}]
     assert search["structuredContent"]["names"] == ["lead_qualifier"]
     assert available["content"] == [{"type": "text", "text": tools_text}]
+
+
+@pytest.mark.skipif(NPX is None, reason="npx (Node.js) is not on this machine")
+def test_the_mcp_inspector_passes_lists_as_json_text(store_url: str) -> None:
+    with closing(open_repository(store_url, export_dir="")) as repo:
+        repo.create(make_config())
+        repo.create(make_config("research_assistant", tools=["websearch"], tags=["research"]))
+
+    # The Inspector's CLI sends a list argument as the JSON text it was given.
+    found = inspector(
+        store_url,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "search_agents",
+        "--tool-arg",
+        'tools=["websearch"]',
+        "--tool-arg",
+        'tags=["research"]',
+    )
+
+    assert found["isError"] is False, found["content"]
+    assert found["structuredContent"]["names"] == ["research_assistant"]

@@ -4,7 +4,15 @@ On a loopback address the SDK's DNS-rebinding protection only lets in requests w
 (and ``Origin``, when sent) is a loopback one. Any other address needs a token
 (``ACTI_STORE_MCP_TOKEN``, or the variable ``--token-env`` names): a request without
 ``Authorization: Bearer <token>`` gets 401 before it reaches the MCP session, so it touches
-nothing. The token is compared in constant time and never written to a log or a text.
+nothing. The token is compared in constant time and never written to a log or a text. The
+OAuth discovery paths (``/.well-known/oauth-*``) answer 404 with or without it: there is no
+OAuth here, and a 401 there would start an OAuth-aware client's authorization flow.
+
+A body the SDK cannot parse without raising (invalid UTF-8, JSON nested deeper than Python
+parses) gets the JSON-RPC parse error (HTTP 400) before it reaches the SDK, which would answer
+500 and log a traceback; a client that goes away leaves no traceback either (``quiet_sdk_log``).
+SSE streams start with a priming event and can be resumed after a broken connection
+(``events``).
 """
 
 from __future__ import annotations
@@ -13,23 +21,37 @@ import contextlib
 import errno
 import hmac
 import ipaddress
+import json
+import logging
 import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import Final
 
+import anyio
+import anyio.to_thread
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import AgentStoreError
 from . import texts
 from .defaults import ENV_TOKEN, PATH
+from .events import RETRY_MS, RecentEvents
 from .server import McpServer
+
+#: Where OAuth-aware clients look for an authorization server (RFC 9728, RFC 8414).
+OAUTH_DISCOVERY: Final = "/.well-known/oauth-"
+#: The JSON-RPC error code of a body that is not JSON.
+PARSE_ERROR: Final = -32700
+#: Bodies shorter than this are checked on the event loop (microseconds), longer ones off it.
+INLINE_PARSE: Final = 64 * 1024
+#: Exceptions that only say the client went away (a stream closed under the SDK's writer).
+CLIENT_GONE: Final = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
 
 
 class UnsafeExposureError(AgentStoreError):
@@ -115,6 +137,9 @@ class BearerToken:
         return hmac.compare_digest(given, self._expected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(OAUTH_DISCOVERY):
+            await JSONResponse({"error": "not_found"}, status_code=404)(scope, receive, send)
+            return
         if scope["type"] == "http" and not self._authorized(scope):
             response = JSONResponse(
                 {"error": "unauthorized", "error_description": texts.UNAUTHORIZED},
@@ -124,6 +149,78 @@ class BearerToken:
             await response(scope, receive, send)
             return
         await self._app(scope, receive, send)
+
+
+def _unparsable(body: bytes) -> str | None:
+    """Why ``body`` cannot be parsed as the SDK parses it without raising, or None."""
+    try:
+        json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "the body is not UTF-8"
+    except RecursionError:
+        return "the JSON is nested too deeply"
+    except ValueError:
+        return None  # not JSON: the SDK answers it with its own parse error
+    return None
+
+
+class ParsableBody:
+    """ASGI middleware: a POST whose body the SDK cannot parse gets a JSON-RPC parse error."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if len(body) < INLINE_PARSE:
+            problem = _unparsable(body)
+        else:  # a long body parses in a worker thread, the event loop kept free
+            problem = await anyio.to_thread.run_sync(_unparsable, body)
+        if problem is not None:
+            error = {"code": PARSE_ERROR, "message": f"Parse error: {problem}"}
+            answer = {"jsonrpc": "2.0", "id": None, "error": error}
+            await JSONResponse(answer, status_code=400)(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self._app(scope, replay, send)
+
+
+class _ClientGone(logging.Filter):
+    """Drops the SDK's tracebacks of a stream closed because its client went away."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, CLIENT_GONE)
+
+
+_CLIENT_GONE: Final = _ClientGone()
+
+
+def quiet_sdk_log() -> None:
+    """The SDK's HTTP transport logs no traceback for a client that went away (it logs one
+    when its SSE writer finds its stream closed: a disconnect, or a session ended by DELETE)."""
+    logger = logging.getLogger("mcp.server.streamable_http")
+    if _CLIENT_GONE not in logger.filters:
+        logger.addFilter(_CLIENT_GONE)
 
 
 class _Sessions:
@@ -138,7 +235,12 @@ class _Sessions:
 
 def http_app(server: McpServer, *, host: str, token: str | None) -> ASGIApp:
     """The ASGI app: the MCP endpoint at ``PATH``, behind the token when there is one."""
-    manager = StreamableHTTPSessionManager(app=server, security_settings=_security(host))
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        security_settings=_security(host),
+        event_store=RecentEvents(),
+        retry_interval=RETRY_MS,
+    )
     sessions = _Sessions(manager)
 
     @contextlib.asynccontextmanager
@@ -146,7 +248,9 @@ def http_app(server: McpServer, *, host: str, token: str | None) -> ASGIApp:
         async with sessions.manager.run():
             yield
 
-    app: ASGIApp = Starlette(routes=[Route(PATH, endpoint=sessions)], lifespan=lifespan)
+    quiet_sdk_log()
+    starlette = Starlette(routes=[Route(PATH, endpoint=sessions)], lifespan=lifespan)
+    app: ASGIApp = ParsableBody(starlette)
     return app if token is None else BearerToken(app, token)
 
 

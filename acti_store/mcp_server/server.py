@@ -25,9 +25,12 @@ from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
 
+from ..errors import AgentStoreError
+from ..tools import render
 from ..tools.builder import BuilderTools
 from ..tools.defaults import load_agent_stack
 from . import approval, prompts, texts
+from .completions import Completions
 from .resources import Notifier, Resources, changed_by, templates
 from .tools import builder_declarations, served_tools, tool_result
 
@@ -68,6 +71,7 @@ def build_server(builder: BuilderTools, options: McpServerOptions | None = None)
     if "execute_created_agent" in tools:
         load_agent_stack()  # seconds of imports holding the GIL: now, not on a client's first run
     resources = Resources(builder)
+    completions = Completions(builder)
     notifier = Notifier()
     server = McpServer(
         texts.SERVER_NAME, version=options.version, instructions=texts.SERVER_INSTRUCTIONS
@@ -138,6 +142,24 @@ def build_server(builder: BuilderTools, options: McpServerOptions | None = None)
             prompts.build_agent(request.params.name, request.params.arguments)
         )
 
+    async def set_level(_: types.SetLevelRequest) -> types.ServerResult:
+        # Accepted so that clients that set a level on connecting can: the server sends no log
+        # notifications (its answers say what went wrong).
+        session()
+        return types.ServerResult(types.EmptyResult())
+
+    async def complete(request: types.CompleteRequest) -> types.ServerResult:
+        session()
+        params = request.params
+        try:
+            found = await completions.complete(
+                params.ref, params.argument.name, params.argument.value
+            )
+        except AgentStoreError as exc:
+            message = render.store_error(exc)
+            raise McpError(types.ErrorData(code=types.INTERNAL_ERROR, message=message)) from None
+        return types.ServerResult(types.CompleteResult(completion=found))
+
     server.request_handlers.update(
         {
             types.ListToolsRequest: list_tools,
@@ -149,6 +171,8 @@ def build_server(builder: BuilderTools, options: McpServerOptions | None = None)
             types.UnsubscribeRequest: unsubscribe,
             types.ListPromptsRequest: list_prompts,
             types.GetPromptRequest: get_prompt,
+            types.SetLevelRequest: set_level,
+            types.CompleteRequest: complete,
         }
     )
     return server

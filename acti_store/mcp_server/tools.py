@@ -3,9 +3,9 @@
 Each MCP tool has its declaration's name, description and input schema (the args schema the
 LangChain tool shows), and returns what the LangChain tool returns: the text as ``content`` and
 the artifact as ``structuredContent`` (``ARTIFACT_SCHEMA``), with ``isError`` on every refusal.
-Arguments are checked as LangChain checks them (the args schema: a missing one is refused with
-``render.arguments_refused``'s text), then by the tool itself; the SDK does not validate them
-against the schema first, which would answer a wrong value with its own text.
+Arguments are checked as the LangChain tool checks them (the args schema: a missing one is
+refused with ``outcomes.arguments_refused``' result), then by the tool itself; the SDK does not
+validate them against the schema first, which would answer a wrong value with its own text.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from typing import Any, Final
 from mcp import types
 from pydantic import ValidationError
 
-from ..tools import render
-from ..tools.outcomes import Result, invalid
+from ..tools.outcomes import Result, arguments_refused
 from ..tools.specs import TOOL_SPECS, ToolSpec
 from .work import off_loop
 
@@ -28,7 +27,9 @@ ARTIFACT_SCHEMA: Final[Mapping[str, Any]] = {
     "properties": {
         "status": {"type": "string", "enum": ["success", "error"]},
         "error": {
-            "type": ["string", "null"],
+            # anyOf, not a type array: strict validators (Ajv's strict mode, in TypeScript
+            # clients) warn about union types.
+            "anyOf": [{"type": "string"}, {"type": "null"}],
             "description": "When status is error: the kind of refusal (not_found, validation, "
             "already_exists, store_error, ...); for execute_created_agent, the run's error "
             "message (its kind is error_type).",
@@ -68,8 +69,8 @@ class ServedTool:
         spec = self.spec
         try:
             checked = spec.args_schema.model_validate(arguments)
-        except ValidationError as exc:  # as LangChain's handle_validation_error words it
-            return invalid(exc, lambda errors: render.invalid_arguments(spec.name, errors)).result
+        except ValidationError as exc:  # as the LangChain tool answers it
+            return arguments_refused(spec.name, exc)
         given = {name: getattr(checked, name) for name in checked.model_fields_set}
         if spec.native_coroutine is not None:
             return await spec.native_coroutine(self.target, **given)

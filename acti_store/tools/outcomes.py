@@ -119,6 +119,12 @@ def invalid(
     return _invalid_fields(describe(errors), errors)
 
 
+def arguments_refused(tool: str, exc: ValidationError) -> Result:
+    """The ERROR result of arguments a tool's args schema refused before the tool ran (a
+    required one missing, or no mapping at all): every front end words it so."""
+    return invalid(exc, lambda errors: render.invalid_arguments(tool, errors)).result
+
+
 def _invalid_fields(text: str, errors: list[FieldError]) -> Refused:
     return refused(text, "validation", errors=[e._asdict() for e in errors])
 

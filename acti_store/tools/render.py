@@ -49,12 +49,46 @@ def one_line(text: str) -> str:
 
 def preview(text: str, limit: int = texts.CHANGE_PREVIEW_LENGTH) -> str:
     """At most ``limit`` characters of ``text`` on one line, cut after a whole word."""
-    text = one_line(text)
+    return _cut(one_line(text), limit, 0)
+
+
+def _cut(text: str, limit: int, keep: int) -> str:
+    """At most ``limit`` characters of ``text``, cut after a whole word unless that would lose
+    the first ``keep`` characters; ``...`` when something was cut."""
     if len(text) <= limit:
         return text
     head = text[: limit + 1]
     space = head.rfind(" ")
-    return (head[:space] if space > 0 else text[:limit]).rstrip() + "..."
+    return (head[:space] if space > max(keep, 0) else text[:limit]).rstrip() + "..."
+
+
+def change_previews(
+    old: str, new: str, limit: int = texts.CHANGE_PREVIEW_LENGTH
+) -> tuple[str, str]:
+    """Previews of two values of a text that differ visibly: their beginnings, or, when those
+    read the same, a window of each from a few words before their first difference (``...``
+    marks what is left out). Each stays within ``limit`` characters and the two ``...``."""
+    a, b = one_line(old), one_line(new)
+    if a == b:  # only whitespace differs: show it (escaped by the JSON quoting)
+        a, b = old, new
+    first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+    if first is None:
+        first = min(len(a), len(b))
+    shown = _cut(a, limit, 0), _cut(b, limit, 0)
+    if all(first < len(text.removesuffix("...")) for text in shown):
+        return shown
+    return _window(a, first, limit), _window(b, first, limit)
+
+
+def _window(text: str, first: int, limit: int) -> str:
+    """``text`` from the word that starts at most ``CHANGE_CONTEXT_LENGTH`` characters before
+    ``first``, cut to ``limit`` characters keeping ``first`` in."""
+    start = max(first - texts.CHANGE_CONTEXT_LENGTH, 0)
+    if start:
+        space = text.find(" ", start, first)
+        start = space + 1 if space >= 0 else start
+    shown = _cut(text[start:], limit, first - start + 1)
+    return ("..." if start else "") + shown
 
 
 def listed(values: Iterable[str]) -> str:
@@ -118,11 +152,6 @@ def invalid_parameters(subject: str, errors: Iterable[FieldError]) -> str:
 
 def invalid_arguments(tool: str, errors: Iterable[FieldError]) -> str:
     return texts.INVALID_ARGUMENTS.format(tool=tool, errors=error_lines(errors))
-
-
-def arguments_refused(tool: str, error: ValidationError) -> str:
-    """Arguments LangChain itself refused (a required one missing, or no mapping at all)."""
-    return invalid_arguments(tool, field_errors(error))
 
 
 def invalid_name(parameter: str, value: object) -> str:
@@ -252,8 +281,14 @@ def stratum_label(stratum: str | None) -> str:
     return stratum if stratum is not None and stratum in STRATA else texts.UNCLASSIFIED
 
 
-def _change_value(value: object) -> str:
-    return json.dumps(preview(value) if isinstance(value, str) else value, ensure_ascii=False)
+def _change_values(old: object, new: object) -> tuple[str, str]:
+    """A field's two values as "Changes applied" shows them: JSON, texts previewed so that the
+    two differ visibly."""
+    if isinstance(old, str) and isinstance(new, str):
+        old, new = change_previews(old, new)
+    else:
+        old, new = (preview(v) if isinstance(v, str) else v for v in (old, new))
+    return json.dumps(old, ensure_ascii=False), json.dumps(new, ensure_ascii=False)
 
 
 def changed_fields(old: Agent, new: Agent) -> list[str]:
@@ -263,12 +298,9 @@ def changed_fields(old: Agent, new: Agent) -> list[str]:
 
 def updated(old: Agent, new: Agent, location: str) -> str:
     lines = [
-        texts.CHANGE_LINE.format(
-            field=field,
-            old=_change_value(getattr(old, field)),
-            new=_change_value(getattr(new, field)),
-        )
+        texts.CHANGE_LINE.format(field=field, old=shown[0], new=shown[1])
         for field in changed_fields(old, new)
+        for shown in [_change_values(getattr(old, field), getattr(new, field))]
     ]
     return texts.UPDATED.format(
         name=new.name,

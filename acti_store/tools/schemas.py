@@ -9,9 +9,10 @@ artifact, instead of an exception raised by LangChain before the tool runs.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from ..models import (
     DEFAULT_MODEL,
@@ -99,6 +100,23 @@ HISTORY_LIMIT: Final[JsonSchema] = _bounds(HistoryRequest, "limit")
 SEARCH_LIMIT: Final[JsonSchema] = _bounds(SearchQuery, "limit")
 
 
+def _json_list(value: object) -> object:
+    """A list sent as JSON text (``'["crm", "voice"]'``: the MCP Inspector's CLI and some models
+    send lists so) as the list; any other value as it is, for the tool to accept or refuse."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            decoded = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+        if isinstance(decoded, list):
+            return decoded
+    return value
+
+
+#: The validator of every list argument: a list, or a JSON list in a string.
+LIST_ARG: Final = BeforeValidator(_json_list)
+
+
 class _Args(BaseModel):
     # Unknown arguments are ignored, as LangChain does for any tool.
     model_config = ConfigDict(extra="ignore")
@@ -124,7 +142,7 @@ class CreateAgentConfigArgs(_Args):
         description=f"The complete system prompt of the agent, at least "
         f"{SYSTEM_PROMPT_MIN_LENGTH} characters: its role, goals, process, tone and guardrails."
     )
-    tools: Annotated[Any, WithJsonSchema(_nullable(TOOL_LIST))] = Field(
+    tools: Annotated[Any, LIST_ARG, WithJsonSchema(_nullable(TOOL_LIST))] = Field(
         default=None,
         description=f"MCP tool categories the agent may use, any of: {', '.join(TOOL_CATEGORIES)}."
         " Omit or pass [] for an agent without tools.",
@@ -137,7 +155,7 @@ class CreateAgentConfigArgs(_Args):
         default=None,
         description=f"ACTi stratum classification, one of: {', '.join(STRATA)}.",
     )
-    tags: Annotated[Any, WithJsonSchema(_nullable(TAG_LIST))] = Field(
+    tags: Annotated[Any, LIST_ARG, WithJsonSchema(_nullable(TAG_LIST))] = Field(
         default=None,
         description=f"Up to {MAX_TAGS} categorization tags, each {TAG_MIN_LENGTH}-{TAG_MAX_LENGTH}"
         " characters of lowercase letters, digits and hyphens, e.g. ['sales', 'production']. "
@@ -169,7 +187,7 @@ class UpdateAgentConfigArgs(_Args):
         description=f"New system prompt, at least {SYSTEM_PROMPT_MIN_LENGTH} characters. "
         "Omit to keep the current one.",
     )
-    tools: Annotated[Any, WithJsonSchema(_nullable(TOOL_LIST))] = Field(
+    tools: Annotated[Any, LIST_ARG, WithJsonSchema(_nullable(TOOL_LIST))] = Field(
         default=None,
         description="Replaces the whole tool list (pass every tool the agent should have); "
         "[] removes all tools. Omit to keep the current tools.",
@@ -182,7 +200,7 @@ class UpdateAgentConfigArgs(_Args):
         default=None,
         description=f"New stratum, one of: {', '.join(STRATA)}. Omit to keep the current one.",
     )
-    tags: Annotated[Any, WithJsonSchema(_nullable(TAG_LIST))] = Field(
+    tags: Annotated[Any, LIST_ARG, WithJsonSchema(_nullable(TAG_LIST))] = Field(
         default=None,
         description="Replaces the whole tag list; [] removes all tags. Omit to keep the "
         "current tags.",
@@ -220,7 +238,7 @@ class CloneAgentConfigArgs(_Args):
         description="Description of the copy. Omit to use the source's description followed "
         "by ' (clone)'.",
     )
-    tags: Annotated[Any, WithJsonSchema(_nullable(TAG_LIST))] = Field(
+    tags: Annotated[Any, LIST_ARG, WithJsonSchema(_nullable(TAG_LIST))] = Field(
         default=None,
         description="Tags of the copy. Omit to copy the source's tags.",
     )
@@ -237,11 +255,13 @@ class SearchAgentsArgs(_Args):
     stratum: Annotated[Any, WithJsonSchema(_nullable(STRATUM))] = Field(
         default=None, description=f"Only agents of this stratum: {', '.join(STRATA)}."
     )
-    tools: Annotated[Any, WithJsonSchema(_nullable(TOOL_LIST))] = Field(
+    tools: Annotated[Any, LIST_ARG, WithJsonSchema(_nullable(TOOL_LIST))] = Field(
         default=None, description="Only agents that have ALL of these tool categories."
     )
     tags: Annotated[
-        Any, WithJsonSchema(_nullable({"type": "array", "items": TEXT, "maxItems": MAX_TAGS}))
+        Any,
+        LIST_ARG,
+        WithJsonSchema(_nullable({"type": "array", "items": TEXT, "maxItems": MAX_TAGS})),
     ] = Field(
         default=None,
         description=f"Only agents that have ALL of these tags (at most {MAX_TAGS}, the most an "

@@ -20,14 +20,17 @@ from dataclasses import dataclass
 from types import GenericAlias, MethodType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..errors import AgentStoreError
 from ..repository import AgentRepository
-from . import render, schemas, version_schemas
+from . import schemas, version_schemas
 from .builder import BuilderTools
-from .outcomes import Result, settled
+from .outcomes import Result, arguments_refused, settled
 from .version_tools import VersionTools
 
 if TYPE_CHECKING:
@@ -206,6 +209,68 @@ def _coroutine(builder: StoreBound, spec: ToolSpec) -> Callable[..., Awaitable[R
     return on_store
 
 
+#: Keyword arguments ``BuilderTool`` passes from parsing to running, next to the tool's own (no
+#: tool argument can have these names: they are not identifiers).
+_REFUSAL: Final = "<refusal>"
+_CALL_ID: Final = "<tool_call_id>"
+
+
+class BuilderTool(StructuredTool):
+    """A structured tool whose every answer is ``(text, artifact)``, refusals included.
+
+    Arguments the args schema refuses (a required one missing, no mapping at all) are answered by
+    the tool, not by LangChain's ``handle_validation_error``: the same ERROR text, with its
+    artifact. Invoked with a tool call, an ERROR answer is a ``ToolMessage`` with
+    ``status="error"`` (what LangGraph's ``ToolNode`` and agents read); invoked with plain
+    arguments, the text as before.
+    """
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[str, ...], dict[str, Any]]:
+        try:
+            args, kwargs = super()._to_args_and_kwargs(tool_input, tool_call_id)
+        except ValidationError as exc:
+            args, kwargs = (), {_REFUSAL: arguments_refused(self.name, exc)}
+        return args, {**kwargs, _CALL_ID: tool_call_id}
+
+    def _answer(self, result: Result, call_id: str | None) -> tuple[Any, dict[str, Any]]:
+        """``result``, its text as an error ``ToolMessage`` when it refuses a tool call."""
+        text, artifact = result
+        if call_id is None or artifact.get("status") != "error":
+            return result
+        message = ToolMessage(
+            text, artifact=artifact, tool_call_id=call_id, name=self.name, status="error"
+        )
+        return message, artifact
+
+    def _run(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        call_id = kwargs.pop(_CALL_ID, None)
+        result = kwargs.pop(_REFUSAL, None) or super()._run(
+            *args, config=config, run_manager=run_manager, **kwargs
+        )
+        return self._answer(result, call_id)
+
+    async def _arun(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        call_id = kwargs.pop(_CALL_ID, None)
+        result = kwargs.pop(_REFUSAL, None) or await super()._arun(
+            *args, config=config, run_manager=run_manager, **kwargs
+        )
+        return self._answer(result, call_id)
+
+
 def builder_tools(builder: BuilderTools) -> list[BaseTool]:
     """The ten tools of ``builder``, in the contract's order."""
     return _structured_tools(builder, TOOL_SPECS)
@@ -214,14 +279,13 @@ def builder_tools(builder: BuilderTools) -> list[BaseTool]:
 def _structured_tools(owner: StoreBound, specs: tuple[ToolSpec, ...]) -> list[BaseTool]:
     """The LangChain tools of ``specs``, their methods bound to ``owner``."""
     return [
-        StructuredTool.from_function(
+        BuilderTool.from_function(
             func=MethodType(spec.method, owner),
             coroutine=_coroutine(owner, spec),
             name=spec.name,
             description=spec.description,
             args_schema=spec.args_schema,
             response_format="content_and_artifact",
-            handle_validation_error=functools.partial(render.arguments_refused, spec.name),
         )
         for spec in specs
     ]

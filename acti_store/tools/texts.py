@@ -30,6 +30,9 @@ UNCLASSIFIED: Final = "UNCLASSIFIED"
 NOT_FOUND_NAMES_SHOWN: Final = 50
 #: Longest preview of a text value in "Changes applied" (whole words, then "...").
 CHANGE_PREVIEW_LENGTH: Final = 40
+#: How far before the first difference a preview of two texts that begin alike starts (it
+#: starts at a word).
+CHANGE_CONTEXT_LENGTH: Final = 15
 #: Longest user value quoted back in an error text.
 QUOTED_VALUE_LENGTH: Final = 80
 #: Longest single validation message line.
