@@ -106,11 +106,11 @@ def test_a_search_for_more_tags_than_an_agent_has_is_refused(
 ) -> None:
     """``--tag`` x 120 (issue 25: 5.1 s on PostgreSQL): refused at once, as the tool refuses it."""
     tags = [f"tag-{i}" for i in range(120)]
-    status, out = cli(capsys, "search", *(f"--tag={t}" for t in tags), "--url", store_url)
-    assert status == 1
-    assert out.startswith("ERROR: Invalid search parameter.")
-    assert f"at most {MAX_TAGS} tags" in out
-    assert out == quickstarted.search_agents(tags=tags)[0] + "\n"
+    assert main(["search", *(f"--tag={t}" for t in tags), "--url", store_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: Invalid search parameter.")
+    assert f"at most {MAX_TAGS} tags" in err
+    assert err == f"error: {one_line(quickstarted.search_agents(tags=tags)[0])}\n"
 
 
 def test_history_options_reach_the_tool(
