@@ -153,6 +153,7 @@ ROWS: list[tuple[str, type[InvalidInputError]]] = [
     ("r.get_history('base', errors_only='no')", TYPE),
     ("import_json(r, folder, on_conflict='replace', dry_run='no')", TYPE),
     ("import_json(r, folder, all_or_nothing=1)", TYPE),
+    ("import_json(r, folder, on_conflict='replace', allow_incomplete='no')", TYPE),
     ("export_json(r, folder, prune='no')", TYPE),
     ("export_json(r, folder, durable=1)", TYPE),
     ("export_json(r, folder, versions='yes')", TYPE),

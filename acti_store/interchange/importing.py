@@ -218,6 +218,7 @@ def import_json(
     on_conflict = checked_policy(on_conflict)  # before anything is read or written
     flag(all_or_nothing, "all_or_nothing")
     flag(dry_run, "dry_run")
+    flag(allow_incomplete, "allow_incomplete")
     folder_path(directory, "directory")
     optional_function(progress, "progress", "a function taking (done, total)")
     report = ImportReport(Path(directory), dry_run=dry_run)
