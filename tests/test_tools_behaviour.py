@@ -504,10 +504,14 @@ class RacingRepository(SqlAgentRepository):
     """A real store where another writer updates each agent just before our update begins."""
 
     def update_returning_previous(
-        self, name: str, changes: AgentUpdate, expected_version: int | None = None
+        self,
+        name: str,
+        changes: AgentUpdate,
+        expected_version: int | None = None,
+        message: str | None = None,
     ) -> Any:
         super().update_returning_previous(name, AgentUpdate(tags=["raced"]))
-        return super().update_returning_previous(name, changes, expected_version)
+        return super().update_returning_previous(name, changes, expected_version, message)
 
 
 def test_update_applies_to_the_latest_version(repo: SqlAgentRepository, clock: FakeClock) -> None:
