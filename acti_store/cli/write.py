@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -18,9 +19,11 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from ..documents import DocumentError, loads
+from ..engine import LOCK_TIMEOUT_DEFAULT
 from ..errors import AgentNotFoundError
 from ..models import TOOL_CATEGORIES, AgentConfig, ExecutionRecord, is_valid_name
 from ..repository import AgentRepository
+from ..repository.deadline import RETRY_PAUSE, RETRY_PAUSE_MAX
 from ..tools import render
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
@@ -118,34 +121,49 @@ def tool_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def _new_tags(repo: AgentRepository, args: argparse.Namespace) -> list[str] | None:
-    """The tag list after ``--add-tag``/``--remove-tag`` (None: neither given, or no such agent,
-    which the tool then reports)."""
-    if not args.add_tags and not args.remove_tags:
+def _new_tags(repo: AgentRepository, args: argparse.Namespace) -> tuple[list[str], int] | None:
+    """The tag list after ``--add-tag``/``--remove-tag`` and the version it was computed from
+    (None: neither given, or no such agent or an invalid name, which the tool then reports)."""
+    if (not args.add_tags and not args.remove_tags) or not is_valid_name(args.name):
         return None
     try:
-        current = repo.get(args.name).tags if is_valid_name(args.name) else []
+        agent = repo.get(args.name)
     except AgentNotFoundError:
         return None
     removed = set(args.remove_tags or ())
-    kept = [tag for tag in current if tag not in removed]
-    return kept + [tag for tag in args.add_tags or () if tag not in kept and tag not in removed]
+    kept = [tag for tag in agent.tags if tag not in removed]
+    added = [tag for tag in args.add_tags or () if tag not in kept and tag not in removed]
+    return kept + added, agent.metadata.version
+
+
+def _update_once(repo: AgentRepository, args: argparse.Namespace) -> Result:
+    changes = {
+        field: getattr(args, field)
+        for field in ("description", "system_prompt", "tools", "model", "stratum")
+        if getattr(args, field) is not None
+    }
+    read = _new_tags(repo, args)
+    expected = None
+    if read is not None:
+        changes["tags"], expected = read
+    return cli_tools(repo).update_agent_config(
+        name=args.name, **changes, message=args.message, expected=expected
+    )
 
 
 def _cmd_update(args: argparse.Namespace) -> int:
+    """A tag edit writes the list computed from the version it read, expecting that version: when
+    another write came in between, it reads again and retries, within the store's lock deadline
+    (the CLI opens stores with the default), so concurrent tag edits never lose one."""
     repo = open_from_args(args)
     try:
-        changes = {
-            field: getattr(args, field)
-            for field in ("description", "system_prompt", "tools", "model", "stratum")
-            if getattr(args, field) is not None
-        }
-        tags = _new_tags(repo, args)
-        if tags is not None:
-            changes["tags"] = tags
-        result = cli_tools(repo).update_agent_config(
-            name=args.name, **changes, message=args.message
-        )
+        deadline = time.monotonic() + LOCK_TIMEOUT_DEFAULT
+        pause = RETRY_PAUSE
+        result = _update_once(repo, args)
+        while result[1].get("error") == "conflict" and time.monotonic() + pause < deadline:
+            time.sleep(pause)
+            pause = min(pause * 2, RETRY_PAUSE_MAX)
+            result = _update_once(repo, args)
     finally:
         repo.close()
     return emit(result)

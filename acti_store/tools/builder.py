@@ -25,6 +25,7 @@ from ..errors import (
     AgentStoreError,
     InvalidAgentError,
     NoChangesError,
+    VersionConflictError,
 )
 from ..models import (
     DEFAULT_MODEL,
@@ -200,6 +201,7 @@ class BuilderTools:
         tags: object = None,
         *,
         message: str | None = None,
+        expected: int | None = None,
     ) -> Result:
         agent_name = valid_name("name", name)
 
@@ -219,8 +221,8 @@ class BuilderTools:
                 },
                 describe,
             )
-            # No expected version: updates the latest (no conflict); reports what its update saw.
-            outcome = self.repo.update_returning_previous(agent_name, changes, message=message)
+            # None (the model's calls): the latest, no conflict; a CLI tag edit expects its read.
+            outcome = self.repo.update_returning_previous(agent_name, changes, expected, message)
         except Refused:
             self._require(agent_name, texts.USE_NAMES_OR_CREATE)  # a missing agent comes first
             raise
@@ -231,6 +233,8 @@ class BuilderTools:
             ) from None
         except AgentNotFoundError:
             raise self._not_found(agent_name, texts.USE_NAMES_OR_CREATE) from None
+        except VersionConflictError as exc:  # only with an expected version
+            raise refused(render.store_error(exc), "conflict", name=agent_name) from None
         except InvalidAgentError as exc:
             # Our arguments passed the same rules above; the repository validates the merged
             # configuration, which fails when a stored value breaks a rule (a row written by an
@@ -304,11 +308,7 @@ class BuilderTools:
             return render.clone_invalid(source_key, target, errors)
 
         overrides = validated(CloneOverrides, {"description": description, "tags": tags}, describe)
-        source = self._get(
-            source_key,
-            texts.USE_NAMES_AS_SOURCE,
-            heading=texts.SOURCE_NOT_FOUND,
-        )
+        source = self._get(source_key, texts.USE_NAMES_AS_SOURCE, heading=texts.SOURCE_NOT_FOUND)
         try:
             clone = self.repo.clone(
                 source_key, target, description=overrides.description, tags=overrides.tags
