@@ -6,6 +6,7 @@ Bringing the schema to Alembic head is ``acti_store.revisions``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import select
@@ -385,6 +386,10 @@ def make_engine(
         return engine
 
     session = postgresql_session_sql(lock_timeout, read_only=read_only, schema=own_schema)
+    if not _async and importlib.util.find_spec("greenlet") is not None:
+        # The async API's module, imported here at startup rather than on the event loop by its
+        # first call (an import there stalls the loop); without greenlet it cannot be imported.
+        import sqlalchemy.ext.asyncio  # noqa: F401
 
     def postgresql_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
         _postgresql_connect(dbapi_connection, session)
