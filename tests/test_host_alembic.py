@@ -421,7 +421,10 @@ def test_outside_env_py_the_filter_takes_the_apps_metadata_or_says_it_needs_it(
     tmp_path: Path,
 ) -> None:
     """``compare_metadata`` on a context of the application's own (no env.py running): the
-    filter is given the application's metadata, or refuses to guess whose ``agents`` it sees."""
+    filter is given the application's metadata, or refuses to guess whose ``agents`` it sees.
+    An env.py that ran earlier in the process (opening a store migrates it) and ended changes
+    nothing."""
+    open_repository(f"sqlite:///{tmp_path / 'store.db'}").close()
     metadata = sa.MetaData()
     sa.Table("agents", metadata, sa.Column("id", sa.Integer, primary_key=True))
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'app.db'}")

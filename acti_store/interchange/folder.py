@@ -31,8 +31,11 @@ BACKUP_PREFIX: Final = ".backup-"
 #: Written first and removed last by an export: a folder holding it is an export that did not
 #: finish (``import_json`` refuses it). Not a ``.json`` name, so nothing reads it as a document.
 INCOMPLETE_MARKER: Final = ".acti-export-incomplete"
-#: The temporary file of ``Folder.write``: ``.{file}.{12 hex digits}.tmp``.
-_TEMPORARY: Final = re.compile(r"\..+\.json\.[0-9a-f]{12}\.tmp")
+#: The temporary file of ``Folder.write``: ``.{file}.{12 hex digits}.tmp``, for a document or the
+#: export's mark.
+_TEMPORARY: Final = re.compile(
+    rf"\.(?:.+\.json|{re.escape(INCOMPLETE_MARKER)})\.[0-9a-f]{{12}}\.tmp"
+)
 NEEDS_POSIX: Final = (
     "JSON folders (export, import, rewrite, the mirror) need a POSIX system: "
     "files are opened relative to a directory descriptor and locked with flock"

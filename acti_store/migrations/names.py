@@ -119,7 +119,7 @@ def _running_target_metadata() -> MetaData | Sequence[MetaData] | None:
     """The ``target_metadata`` of the Alembic ``env.py`` running now, if one is."""
     try:
         running = context.get_context()
-    except NameError:  # Alembic's proxy: no env.py is running
+    except (NameError, AttributeError):  # no env.py is running: none yet, or one has ended
         return None
     target = running.opts.get("target_metadata")
     return target if isinstance(target, MetaData | Sequence) else None
