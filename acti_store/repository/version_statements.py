@@ -19,13 +19,10 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    literal,
     or_,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import Insert
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.sql.elements import ColumnElement
 
 from ..models import AgentConfig, ExecutionRecord, ExecutionStats, trusted
@@ -231,7 +228,7 @@ _of_stats = (
     stats_table.c.agent_id == bindparam("agent_id"),
     stats_table.c.version == bindparam("version"),
 )
-_run_time = bindparam("timestamp", type_=UtcDateTime())
+RUN_TIME = bindparam("timestamp", type_=UtcDateTime())
 #: Move one version's counters for one run (no row: its first run, ``INSERT_STATS``).
 BUMP_STATS: Final = Prepared(
     update(stats_table)
@@ -245,15 +242,15 @@ BUMP_STATS: Final = Prepared(
             (
                 or_(
                     stats_table.c.last_executed_at.is_(None),
-                    stats_table.c.last_executed_at < _run_time,
+                    stats_table.c.last_executed_at < RUN_TIME,
                 ),
-                _run_time,
+                RUN_TIME,
             ),
             else_=stats_table.c.last_executed_at,
         ),
     )
 )
-_STATS_KEYS: Final = (
+STATS_KEYS: Final = (
     "agent_id",
     "version",
     "runs",
@@ -262,36 +259,7 @@ _STATS_KEYS: Final = (
     "duration_total",
     "last_executed_at",
 )
-INSERT_STATS: Final = Prepared(insert(stats_table), columns=_STATS_KEYS)
-
-
-def count_run(agent_id: Any, version: Any) -> Insert:
-    """PostgreSQL: one run of ``version`` counted, its first inserting the version's row (the
-    parameters of ``BUMP_STATS``); the two may be columns of a statement it is part of."""
-    counted = postgresql_insert(stats_table).from_select(
-        list(_STATS_KEYS),
-        select(
-            agent_id,
-            version,
-            literal(1),
-            bindparam("succeeded", type_=Integer()),
-            bindparam("failed", type_=Integer()),
-            bindparam("duration", type_=stats_table.c.duration_total.type),
-            _run_time,
-        ),
-    )
-    return counted.on_conflict_do_update(
-        index_elements=[stats_table.c.agent_id, stats_table.c.version],
-        set_={
-            "runs": stats_table.c.runs + 1,
-            "successes": stats_table.c.successes + counted.excluded.successes,
-            "errors": stats_table.c.errors + counted.excluded.errors,
-            "duration_total": stats_table.c.duration_total + counted.excluded.duration_total,
-            "last_executed_at": func.greatest(
-                stats_table.c.last_executed_at, counted.excluded.last_executed_at
-            ),
-        },
-    )
+INSERT_STATS: Final = Prepared(insert(stats_table), columns=STATS_KEYS)
 
 
 STATS_BY_VERSION: Final = Prepared(
@@ -376,8 +344,8 @@ def stats_from_rows(
 
 
 def bump_stats(cursor: Cursor, agent_id: int, version: int, record: ExecutionRecord) -> None:
-    """Count one run of ``version`` (in the run's transaction; on PostgreSQL, ``count_run`` is
-    part of the run's one statement: ``recording``)."""
+    """Count one run of ``version`` (in the run's transaction; an engine may instead make it
+    part of the run's one statement: ``engines.postgresql.count_run``)."""
     success, duration, timestamp = record.success, record.duration_seconds, record.timestamp
     values = {
         "agent_id": agent_id,
