@@ -94,7 +94,7 @@ def run_transaction(
     raw_cursor = connection.cursor()
     # A lock wait of the connection's own (SQLite's busy timeout): put back before it is reused.
     restore = lock_wait is not None and engine.lock_wait_per_connection
-    cursor = Cursor(raw_cursor, dialect, driver=engine.session_driver(connection))
+    cursor = engine.cursor(raw_cursor, dialect, connection)
     try:
         with _pipeline(driver) if pipelined else nullcontext() as pipeline:
             cursor.pipeline = pipeline

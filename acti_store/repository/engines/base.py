@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from sqlalchemy import Engine
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -101,10 +102,11 @@ class EngineStrategy:
         autocommit and pipeline mode a transaction sets."""
         return connection.dbapi_connection
 
-    def session_driver(self, connection: Any) -> Any:
-        """What ``Cursor.driver`` holds: the driver's connection object, when the fast path
-        tunes it per statement (psycopg's prepare threshold); None otherwise."""
-        return connection.driver_connection
+    def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
+        """The fast path's ``Cursor`` on ``raw_cursor`` of ``connection``, with the engine's
+        bulk loading (none by default: row by row) and the driver's connection, which the fast
+        path tunes per statement (psycopg's prepare threshold)."""
+        return Cursor(raw_cursor, dialect, driver=connection.driver_connection)
 
     # -- search ------------------------------------------------------------------------------------
 

@@ -14,7 +14,9 @@ policy: ``acti_store.engine``; error codes: ``acti_store.dberrors``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, Final
 
 from sqlalchemy import (
@@ -33,12 +35,13 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.engine import Dialect
 
 from ...engine import POSTGRES_BEGIN_SNAPSHOT, POSTGRES_BEGIN_SNAPSHOT_STATEMENT, lock_wait_sql
 from ...models import ExecutionRecord
 from ...schema import Counter, agents, executions
 from ...schema import version_stats as stats_table
-from ...sqlexec import Answer, Cursor, Prepared
+from ...sqlexec import Answer, Compiled, Cursor, Prepared
 from ..recording import (
     RUN_COUNTERS,
     TRIM_BY_NAME,
@@ -149,6 +152,55 @@ EXPORT_RECORDS_OF: Final = records_of(
     executions.c.agent_id == func.any(bindparam("ids", type_=postgresql.ARRAY(Integer())))
 )
 
+# -- bulk loading ----------------------------------------------------------------------------------
+
+#: The fewest rows ``copy_rows`` sends as one ``COPY``.
+COPY_MIN_ROWS: Final = 16
+_INSERT_VALUES: Final = re.compile(
+    r"INSERT INTO (?P<table>\S+) \((?P<columns>[^)]*)\) VALUES \((?P<values>.*?)\)"
+    r"(?: RETURNING [^()]*)?",
+    re.S,
+)
+#: A parameter of the psycopg dialect's SQL, with its cast.
+_PLACEHOLDER: Final = re.compile(r"%\((\w+)\)s(?:::[A-Z ]+)?")
+
+
+def copy_rows(raw_cursor: Any, compiled: Compiled, rows: Sequence[Mapping[str, Any]]) -> bool:
+    """``Cursor.executemany``'s bulk load: a plain INSERT of ``COPY_MIN_ROWS`` rows or more on
+    psycopg goes as one ``COPY``, the rows streamed in with no statement per row (``COPY`` has
+    no RETURNING: ids are not read). False (nothing done) for fewer rows, another driver, or a
+    statement that is not such an INSERT (``copy_sql``)."""
+    if len(rows) < COPY_MIN_ROWS or not hasattr(raw_cursor, "copy"):
+        return False
+    copy = copy_sql(compiled)
+    if copy is None:
+        return False
+    with raw_cursor.copy(copy) as stream:
+        for row in rows:
+            stream.write_row(compiled.values(row))
+    return True
+
+
+def copy_sql(compiled: Compiled) -> str | None:
+    """This ``INSERT ... VALUES`` of one row as a ``COPY ... FROM STDIN`` of its columns, in the
+    plan's order (``Compiled.values``); None for other statements and for values that are not
+    the plan's parameters one by one (literal ones, expressions)."""
+    return _copy_sql(compiled.sql, compiled.names)
+
+
+@cache
+def _copy_sql(sql: str, names: tuple[str, ...]) -> str | None:
+    match = _INSERT_VALUES.fullmatch(sql)
+    if match is None:
+        return None
+    plain = [_PLACEHOLDER.fullmatch(v) for v in match["values"].split(", ")]
+    if tuple(m[1] if m else None for m in plain) != names:
+        return None
+    if names != tuple(match["columns"].split(", ")):
+        return None
+    return f"COPY {match['table']} ({match['columns']}) FROM STDIN"
+
+
 # -- statistics ------------------------------------------------------------------------------------
 
 #: The agents table's estimated rows (-1: never analyzed) and its rows changed since its last
@@ -204,6 +256,9 @@ class PostgresqlEngine(EngineStrategy):
                 read(lambda cursor: why_unrecorded(cursor, name, version))
 
         write(lambda cursor: send_run(cursor, name, record, version), then=recorded)
+
+    def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
+        return Cursor(raw_cursor, dialect, driver=connection.driver_connection, load=copy_rows)
 
     def export_records(
         self, cursor: Cursor, ids: list[int], page: dict[str, Any]

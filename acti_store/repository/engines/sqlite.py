@@ -10,16 +10,19 @@ statements on one connection, which costs no round trips. Error codes: ``acti_st
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, Final
 
 from sqlalchemy import column, literal_column, select, table, text
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
 from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, lock_wait_sql
 from ...schema import agents
-from ...sqlexec import Cursor, Prepared
+from ...sqlexec import Compiled, Cursor, Prepared
 from .base import EngineStrategy
 
 #: The trigram index serves words of at least three characters.
@@ -46,6 +49,28 @@ _FTS_PROBE: Final = Prepared(
         f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
     )
 )
+
+
+#: A single-row ``INSERT ... VALUES (?, ...)`` (qmark parameters), RETURNING or not.
+_SINGLE_ROW_VALUES: Final = re.compile(
+    r"(?P<head>INSERT INTO .*? VALUES )(?P<group>\((?:\?, )*\?\))(?P<tail>(?: RETURNING .*)?)", re.S
+)
+
+
+def rows_sql(compiled: Compiled, count: int) -> str | None:
+    """``compiled``, a single-row ``INSERT ... VALUES (?, ...)``, for ``count`` rows at once (one
+    VALUES group per row, parameters in row order); None for other statements. One statement
+    instead of one per row matters on SQLite beyond the round trips: the full-text index (fed by
+    a trigger) writes out its pending terms after every statement."""
+    return _rows_sql(compiled.sql, count) if compiled.positional else None
+
+
+@cache
+def _rows_sql(sql: str, count: int) -> str | None:
+    match = _SINGLE_ROW_VALUES.fullmatch(sql)
+    if match is None:
+        return None
+    return match["head"] + ", ".join([match["group"]] * count) + match["tail"]
 
 
 class FtsTrigramIndex:
@@ -76,8 +101,8 @@ class SqliteEngine(EngineStrategy):
     def driver_connection(self, connection: Any) -> Any:
         return connection  # a kept connection is the driver's own (never autocommit here)
 
-    def session_driver(self, connection: Any) -> Any:
-        return None  # nothing is tuned per statement
+    def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
+        return Cursor(raw_cursor, dialect, rows_sql=rows_sql)  # nothing tuned per statement
 
     def filter_column(self, col: ColumnElement[Any]) -> ColumnElement[Any]:
         """Without statistics SQLite's planner would rather drive from a filter's index and
