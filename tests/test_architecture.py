@@ -263,3 +263,15 @@ def test_an_unknown_engine_is_refused_in_one_place() -> None:
     engine: Any = SimpleNamespace(dialect=SimpleNamespace(name="mariadb"))
     with pytest.raises(StoreUrlError, match="does not support mariadb databases"):
         SqlAgentRepository(engine)
+
+
+def test_the_urls_accepted_are_those_of_the_engines_with_a_strategy() -> None:
+    """``resolve_url`` refuses a URL before any engine is made (its driver policy lives with
+    the connection policy, below the repository); it accepts exactly the engines that have a
+    strategy, so an engine added to one and not the other fails here."""
+    from acti_store.engine import SUPPORTED_DRIVERS
+    from acti_store.repository.engines import ENGINE_NAMES, strategy_for
+
+    assert set(SUPPORTED_DRIVERS) == ENGINE_NAMES
+    for name in ENGINE_NAMES:
+        assert strategy_for(name).name == name

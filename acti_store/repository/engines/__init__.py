@@ -20,6 +20,8 @@ from .sqlite import SqliteEngine
 _ENGINES: Final[dict[str, EngineStrategy]] = {
     strategy.name: strategy for strategy in (SqliteEngine(), PostgresqlEngine())
 }
+#: The dialect names of the engines the repository runs on.
+ENGINE_NAMES: Final = frozenset(_ENGINES)
 
 
 def strategy_for(dialect_name: str) -> EngineStrategy:
@@ -34,4 +36,4 @@ def strategy_for(dialect_name: str) -> EngineStrategy:
         ) from None
 
 
-__all__ = ["EngineStrategy", "TextIndex", "strategy_for"]
+__all__ = ["ENGINE_NAMES", "EngineStrategy", "TextIndex", "strategy_for"]
