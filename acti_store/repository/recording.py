@@ -20,7 +20,6 @@ from ..schema import UtcDateTime, agents, executions
 from ..sqlexec import Cursor, Prepared
 from .deadline import TryAgain
 from .statements import BY_NAME, INSERT_EXECUTION, record_values
-from .version_statements import bump_stats
 from .versions import version_that_ran
 
 _timestamp = bindparam("timestamp", type_=UtcDateTime())
@@ -75,16 +74,24 @@ def counter_values(record: ExecutionRecord) -> dict[str, Any]:
     }
 
 
-def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> None:
+def record_run(
+    cursor: Cursor,
+    name: str,
+    record: ExecutionRecord,
+    pinned: int | None,
+    count_run: Prepared,
+) -> None:
     """Record a run of agent ``name`` (of version ``pinned``, else its current one); raises
-    ``AgentNotFoundError`` or ``VersionNotFoundError`` with nothing written."""
+    ``AgentNotFoundError`` or ``VersionNotFoundError`` with nothing written. ``count_run``: the
+    engine's ``version_statements.count_run``, of parameters ``agent_id`` and ``version``."""
     bumped = cursor.first(RECORD_RUN, counter_values(record) | {"name": name})
     if bumped is None:
         raise AgentNotFoundError(name)
     agent_id, current = bumped
     ran = version_that_ran(name, current, pinned)
     cursor.send(INSERT_EXECUTION, record_values(agent_id, name, record, ran))
-    bump_stats(cursor, agent_id, ran, record)
+    values = counter_values(record) | {"duration": record.duration_seconds}
+    cursor.send(count_run, values | {"agent_id": agent_id, "version": ran})
     cursor.send(TRIM, {"agent_id": agent_id})
 
 

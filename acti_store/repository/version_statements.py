@@ -7,11 +7,12 @@ the ``(agent_id, version)`` index from its newest end, so it stays flat however 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from sqlalchemy import (
     Integer,
+    Table,
     Text,
     and_,
     bindparam,
@@ -19,13 +20,14 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     or_,
     select,
     update,
 )
 from sqlalchemy.sql.elements import ColumnElement
 
-from ..models import AgentConfig, ExecutionRecord, ExecutionStats, trusted
+from ..models import AgentConfig, ExecutionStats, trusted
 from ..schema import (
     UtcDateTime,
     agent_labels,
@@ -36,7 +38,7 @@ from ..schema import (
     versions_archive,
 )
 from ..schema import version_stats as stats_table
-from ..sqlexec import Cursor, Prepared
+from ..sqlexec import Prepared
 from ..versioning import AgentVersion, LabelMove, version_of
 from .statements import CONFIG_COLUMNS
 
@@ -229,27 +231,6 @@ _of_stats = (
     stats_table.c.version == bindparam("version"),
 )
 RUN_TIME = bindparam("timestamp", type_=UtcDateTime())
-#: Move one version's counters for one run (no row: its first run, ``INSERT_STATS``).
-BUMP_STATS: Final = Prepared(
-    update(stats_table)
-    .where(*_of_stats)
-    .values(
-        runs=stats_table.c.runs + 1,
-        successes=stats_table.c.successes + bindparam("succeeded", type_=Integer()),
-        errors=stats_table.c.errors + bindparam("failed", type_=Integer()),
-        duration_total=stats_table.c.duration_total + bindparam("duration"),
-        last_executed_at=case(
-            (
-                or_(
-                    stats_table.c.last_executed_at.is_(None),
-                    stats_table.c.last_executed_at < RUN_TIME,
-                ),
-                RUN_TIME,
-            ),
-            else_=stats_table.c.last_executed_at,
-        ),
-    )
-)
 STATS_KEYS: Final = (
     "agent_id",
     "version",
@@ -259,7 +240,37 @@ STATS_KEYS: Final = (
     "duration_total",
     "last_executed_at",
 )
-INSERT_STATS: Final = Prepared(insert(stats_table), columns=STATS_KEYS)
+
+
+def count_run(insert_of: Callable[[Table], Any], agent_id: Any, version: Any) -> Any:
+    """One run of ``version`` counted, its first inserting the version's row: the one upsert
+    (``INSERT ... ON CONFLICT DO UPDATE``) of every engine that has one, built by the engine's
+    ``insert_of`` (its dialect's ``insert``). Parameters ``succeeded``, ``failed``,
+    ``duration``, ``timestamp``; ``agent_id`` and ``version`` may be parameters, or columns of
+    a statement it is part of (``engines.postgresql.RECORD_AT_ONCE``)."""
+    counted = insert_of(stats_table).from_select(
+        list(STATS_KEYS),
+        select(
+            agent_id,
+            version,
+            literal(1),
+            bindparam("succeeded", type_=Integer()),
+            bindparam("failed", type_=Integer()),
+            bindparam("duration", type_=stats_table.c.duration_total.type),
+            RUN_TIME,
+        ),
+    )
+    last, ran = stats_table.c.last_executed_at, counted.excluded.last_executed_at
+    return counted.on_conflict_do_update(
+        index_elements=[stats_table.c.agent_id, stats_table.c.version],
+        set_={
+            "runs": stats_table.c.runs + 1,
+            "successes": stats_table.c.successes + counted.excluded.successes,
+            "errors": stats_table.c.errors + counted.excluded.errors,
+            "duration_total": stats_table.c.duration_total + counted.excluded.duration_total,
+            "last_executed_at": case((or_(last.is_(None), last < ran), ran), else_=last),
+        },
+    )
 
 
 STATS_BY_VERSION: Final = Prepared(
@@ -341,30 +352,3 @@ def stats_from_rows(
         )
         for row in rows
     }
-
-
-def bump_stats(cursor: Cursor, agent_id: int, version: int, record: ExecutionRecord) -> None:
-    """Count one run of ``version`` (in the run's transaction; an engine may instead make it
-    part of the run's one statement: ``engines.postgresql.count_run``)."""
-    success, duration, timestamp = record.success, record.duration_seconds, record.timestamp
-    values = {
-        "agent_id": agent_id,
-        "version": version,
-        "succeeded": int(success),
-        "failed": int(not success),
-        "duration": duration,
-        "timestamp": timestamp,
-    }
-    if cursor.execute(BUMP_STATS, values) == 0:
-        cursor.execute(
-            INSERT_STATS,
-            {
-                "agent_id": agent_id,
-                "version": version,
-                "runs": 1,
-                "successes": int(success),
-                "errors": int(not success),
-                "duration_total": duration,
-                "last_executed_at": timestamp,
-            },
-        )

@@ -18,7 +18,7 @@ from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
 from ...models import ExecutionRecord
-from ...sqlexec import Cursor
+from ...sqlexec import Cursor, Prepared
 from ..recording import record_run
 from ..statements import EXPORT_RECORDS
 
@@ -119,13 +119,20 @@ class EngineStrategy:
 
     # -- runs --------------------------------------------------------------------------------------
 
+    #: One run of a version counted (``version_statements.count_run`` built on the engine's
+    #: ``insert``), of parameters ``agent_id`` and ``version``: ``recording.record_run``.
+    count_run: ClassVar[Prepared | None] = None
+
     def record_execution(
         self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None
     ) -> None:
         """Record a run of agent ``name`` (of ``version``, else its current one): counters,
         record, the version's counters, the FIFO trim; raises ``AgentNotFoundError`` or
         ``VersionNotFoundError`` with nothing written."""
-        write(lambda cursor: record_run(cursor, name, record, version))
+        count_run = self.count_run
+        if count_run is None:
+            raise NotImplementedError(f"{self.name}: no statement counts a version's runs")
+        write(lambda cursor: record_run(cursor, name, record, version, count_run))
 
     # -- export and bulk loading -------------------------------------------------------------------
 

@@ -3,12 +3,12 @@
 What it does its own way: reads run with the driver in autocommit (one round trip for a read of
 one statement; ``BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`` for a snapshot), writes in
 psycopg's pipeline mode with ``SET LOCAL lock_timeout``; a run is recorded by one statement of
-data-modifying CTEs (``RECORD_AT_ONCE``) with an upsert of its version's counters
-(``count_run``), sent with the FIFO trim in one round trip; lists of values go as one array
-(``= ANY``); bulk loading streams rows by ``COPY`` and gathers the statistics after a large
-import; the coroutines run on an async engine of the store's URL. Its text search is served by
-the pg_trgm indexes of revision 0003 (no probe: every word is tested by ``LIKE``). Connection
-policy: ``acti_store.engine``; error codes: ``acti_store.dberrors``.
+data-modifying CTEs (``RECORD_AT_ONCE``) with the upsert of its version's counters
+(``version_statements.count_run``), sent with the FIFO trim in one round trip; lists of values
+go as one array (``= ANY``); bulk loading streams rows by ``COPY`` and gathers the statistics
+after a large import; the coroutines run on an async engine of the store's URL. Its text search
+is served by the pg_trgm indexes of revision 0003 (no probe: every word is tested by ``LIKE``).
+Connection policy: ``acti_store.engine``; error codes: ``acti_store.dberrors``.
 """
 
 from __future__ import annotations
@@ -26,21 +26,18 @@ from sqlalchemy import (
     bindparam,
     func,
     insert,
-    literal,
     or_,
     select,
     text,
     update,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.engine import Dialect
 
 from ...engine import POSTGRES_BEGIN_SNAPSHOT, POSTGRES_BEGIN_SNAPSHOT_STATEMENT, lock_wait_sql
 from ...models import ExecutionRecord
 from ...schema import Counter, agents, executions
-from ...schema import version_stats as stats_table
 from ...sqlexec import Answer, Compiled, Cursor, Prepared
 from ..recording import (
     RUN_COUNTERS,
@@ -50,7 +47,7 @@ from ..recording import (
     why_unrecorded,
 )
 from ..statements import BY_NAME, EXECUTION_COLUMNS, record_values, records_of
-from ..version_statements import RUN_TIME, STATS_KEYS
+from ..version_statements import count_run
 from .base import EngineStrategy, Read, Write
 
 logger = logging.getLogger(__name__)
@@ -61,35 +58,6 @@ logger = logging.getLogger(__name__)
 ANALYZE_SHARE: Final = 0.1
 
 # -- runs ------------------------------------------------------------------------------------------
-
-
-def count_run(agent_id: Any, version: Any) -> Insert:
-    """One run of ``version`` counted, its first inserting the version's row (the parameters of
-    ``version_statements.BUMP_STATS``); the two may be columns of a statement it is part of."""
-    counted = postgresql_insert(stats_table).from_select(
-        list(STATS_KEYS),
-        select(
-            agent_id,
-            version,
-            literal(1),
-            bindparam("succeeded", type_=Integer()),
-            bindparam("failed", type_=Integer()),
-            bindparam("duration", type_=stats_table.c.duration_total.type),
-            RUN_TIME,
-        ),
-    )
-    return counted.on_conflict_do_update(
-        index_elements=[stats_table.c.agent_id, stats_table.c.version],
-        set_={
-            "runs": stats_table.c.runs + 1,
-            "successes": stats_table.c.successes + counted.excluded.successes,
-            "errors": stats_table.c.errors + counted.excluded.errors,
-            "duration_total": stats_table.c.duration_total + counted.excluded.duration_total,
-            "last_executed_at": func.greatest(
-                stats_table.c.last_executed_at, counted.excluded.last_executed_at
-            ),
-        },
-    )
 
 
 #: The version a run is pinned to (``could_run``): a 64-bit integer like the version column it is
@@ -118,7 +86,8 @@ _inserted = insert(executions).from_select(
 #: (no row: nothing was recorded).
 RECORD_AT_ONCE: Final = Prepared(
     select(_bumped.c.id).add_cte(
-        _inserted.cte("inserted"), count_run(_bumped.c.id, _bumped.c.ran).cte("counted")
+        _inserted.cte("inserted"),
+        count_run(postgresql_insert, _bumped.c.id, _bumped.c.ran).cte("counted"),
     )
 )
 

@@ -4,8 +4,10 @@ What it does its own way: it runs one writer at a time, so a write opens with ``
 IMMEDIATE`` and a read of several statements with ``BEGIN`` (the driver opens none: the
 connection policy, ``acti_store.engine``); the busy timeout is the connection's; the fast path
 keeps the driver's own connections; search filters skip their indexes (``+column``) and text
-queries probe the FTS5 trigram index first (``FtsTrigramIndex``). Runs are recorded in a few
-statements on one connection, which costs no round trips. Error codes: ``acti_store.dberrors``.
+queries probe the FTS5 trigram index first (``FtsTrigramIndex``); many rows go in as one
+multi-row ``VALUES`` (``rows_sql``). Runs are recorded in a few statements on one connection,
+which costs no round trips; the version's counters by the upsert PostgreSQL shares
+(``COUNT_RUN``). Error codes: ``acti_store.dberrors``.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any, Final
 
-from sqlalchemy import column, literal_column, select, table, text
+from sqlalchemy import Integer, bindparam, column, literal_column, select, table, text
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
 from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, lock_wait_sql
-from ...schema import agents
+from ...schema import agents, version_stats
 from ...sqlexec import Compiled, Cursor, Prepared
+from ..version_statements import count_run
 from .base import EngineStrategy
 
 #: The trigram index serves words of at least three characters.
@@ -86,6 +90,16 @@ class FtsTrigramIndex:
         return found if len(found) < FTS_PROBE_CAP else None
 
 
+#: One run of a version counted: the upsert every engine with one shares.
+COUNT_RUN: Final = Prepared(
+    count_run(
+        sqlite_insert,
+        bindparam("agent_id", type_=Integer()),
+        bindparam("version", type_=version_stats.c.version.type),
+    )
+)
+
+
 class SqliteEngine(EngineStrategy):
     name = "sqlite"
     begin_snapshot = SQLITE_BEGIN_READ
@@ -94,6 +108,7 @@ class SqliteEngine(EngineStrategy):
     lock_wait_per_connection = True
     driver_begins = False
     text_index = FtsTrigramIndex()
+    count_run = COUNT_RUN
 
     def lock_wait_sql(self, seconds: float) -> str:
         return lock_wait_sql(True, seconds)
