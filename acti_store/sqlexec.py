@@ -11,10 +11,9 @@ parameters are processed and passed straight to the DBAPI cursor.
 from __future__ import annotations
 
 import os
-import re
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from sqlalchemy import Engine
@@ -25,19 +24,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 Processor = Callable[[Any], Any]
-#: The fewest rows ``Cursor.executemany`` sends as one ``COPY``.
-COPY_MIN_ROWS: Final = 16
 _REQUIRED: Any = object()
-_INSERT_VALUES: Final = re.compile(
-    r"INSERT INTO (?P<table>\S+) \((?P<columns>[^)]*)\) VALUES \((?P<values>.*?)\)"
-    r"(?: RETURNING [^()]*)?",
-    re.S,
-)
-#: A parameter of the psycopg dialect's SQL, with its cast.
-_PLACEHOLDER: Final = re.compile(r"%\((\w+)\)s(?:::[A-Z ]+)?")
-_SINGLE_ROW_VALUES: Final = re.compile(
-    r"(?P<head>INSERT INTO .*? VALUES )(?P<group>\((?:\?, )*\?\))(?P<tail>(?: RETURNING .*)?)", re.S
-)
 
 
 @dataclass(slots=True)
@@ -53,10 +40,6 @@ class Compiled:
     #: Result processors by column index, set from the first result's cursor description
     #: (some drivers' processors depend on the column type code the server reports).
     results: tuple[tuple[int, Processor], ...] | None = None
-    #: ``multirow`` SQL by row count.
-    multirows: dict[int, str | None] = field(default_factory=dict)
-    #: ``copy_sql`` once derived ("": none).
-    copy: str | None = None
     #: The plan's names, and its bind processors by position (derived: ``__post_init__``).
     names: tuple[str, ...] = ()
     processors: tuple[tuple[int, Processor], ...] = ()
@@ -104,32 +87,6 @@ class Compiled:
         if value is _REQUIRED:
             raise KeyError(name)
         return value
-
-    def multirow(self, count: int) -> str | None:
-        """This single-row ``INSERT ... VALUES (?, ...)`` for ``count`` rows at once (one VALUES
-        group per row, parameters in row order); None for other statements and paramstyles."""
-        if count not in self.multirows:
-            match = _SINGLE_ROW_VALUES.fullmatch(self.sql) if self.positional else None
-            self.multirows[count] = (
-                None
-                if match is None
-                else match["head"] + ", ".join([match["group"]] * count) + match["tail"]
-            )
-        return self.multirows[count]
-
-    def copy_sql(self) -> str | None:
-        """This ``INSERT ... VALUES`` of one row as a ``COPY ... FROM STDIN`` of its columns, in
-        the plan's order (``values``); None for other statements and for values that are not
-        the plan's parameters one by one (literal ones, expressions)."""
-        if self.copy is None:
-            self.copy = ""
-            match = _INSERT_VALUES.fullmatch(self.sql)
-            if match is not None:
-                plain = [_PLACEHOLDER.fullmatch(v) for v in match["values"].split(", ")]
-                names = tuple(m[1] if m else None for m in plain)
-                if names == self.names == tuple(match["columns"].split(", ")):
-                    self.copy = f"COPY {match['table']} ({match['columns']}) FROM STDIN"
-        return self.copy or None
 
     def row(self, raw: Sequence[Any]) -> Sequence[Any]:
         """A result row with the result processors applied (``prepare_results`` first)."""
@@ -217,6 +174,14 @@ def _compile(prepared: Prepared, dialect: Dialect) -> Compiled:
     )
 
 
+#: An engine's single-row ``INSERT`` of a ``Compiled`` made one of ``count`` rows (None: it
+#: makes none for this statement): ``Cursor.insert_rows``.
+RowsSql = Callable[[Compiled, int], str | None]
+#: An engine's bulk load of rows of a ``Compiled`` INSERT on a DBAPI cursor: True when it loaded
+#: them, False to leave them to ``executemany``: ``Cursor.executemany``.
+Load = Callable[[Any, Compiled, Sequence[Mapping[str, Any]]], bool]
+
+
 class Cursor:
     """A DBAPI cursor that runs ``Prepared`` statements for one dialect.
 
@@ -227,16 +192,27 @@ class Cursor:
     one whose answers can all wait for the commit (``later``) costs one.
     """
 
-    __slots__ = ("_cursor", "_later", "dialect", "driver", "pipeline")
+    __slots__ = ("_cursor", "_later", "dialect", "driver", "load", "pipeline", "rows_sql")
 
     def __init__(
-        self, cursor: Any, dialect: Dialect, pipeline: Any = None, driver: Any = None
+        self,
+        cursor: Any,
+        dialect: Dialect,
+        pipeline: Any = None,
+        driver: Any = None,
+        *,
+        rows_sql: RowsSql | None = None,
+        load: Load | None = None,
     ) -> None:
         self._cursor = cursor
         self.dialect = dialect
         self.pipeline = pipeline
         #: The driver's own connection (``all(prepare=False)`` sets psycopg's prepare threshold).
         self.driver = driver
+        #: The engine's bulk loading (``repository.engines``): a single-row INSERT as one of
+        #: many rows (``insert_rows``), and rows streamed in (``executemany``); None: neither.
+        self.rows_sql = rows_sql
+        self.load = load
         self._later: list[tuple[Any, Compiled, Answer]] = []
 
     def later(
@@ -287,15 +263,15 @@ class Cursor:
         self._cursor.execute(compiled.sql, compiled.params(values or {}))
 
     def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Run a statement for each of ``rows`` (what it returns is dropped). A plain INSERT of
-        ``COPY_MIN_ROWS`` or more on psycopg outside a pipeline goes as one ``COPY``: the rows
-        stream in, with no statement per row (``COPY`` has no RETURNING: ids are not read)."""
+        """Run a statement for each of ``rows`` (what it returns is dropped). Outside a pipeline
+        the engine's ``load`` may stream them in instead, with no statement per row (PostgreSQL:
+        ``COPY``, ``engines.postgresql.copy_rows``)."""
         compiled = prepared.compiled(self.dialect)
-        copy = len(rows) >= COPY_MIN_ROWS and self.pipeline is None and compiled.copy_sql()
-        if copy and hasattr(self._cursor, "copy"):
-            with self._cursor.copy(copy) as stream:
-                for row in rows:
-                    stream.write_row(compiled.values(row))
+        if (
+            self.pipeline is None
+            and self.load is not None
+            and self.load(self._cursor, compiled, rows)
+        ):
             return
         if self.pipeline is not None:
             # Each sent without waiting, as psycopg's executemany would; not through it: in
@@ -344,15 +320,16 @@ class Cursor:
         self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]
     ) -> list[Sequence[Any]]:
         """Run a single-row ``INSERT ... RETURNING`` for each of ``rows`` as ONE statement (a
-        multi-row VALUES) where the paramstyle allows, else all at once in a pipeline (psycopg),
-        else row by row; returns what RETURNING gave, in no set order. Keep ``rows`` within the
-        driver's parameter limit (SQLite: 999 on older builds).
+        multi-row VALUES: the engine's ``rows_sql``, SQLite's) where the engine makes one, else
+        all at once in a pipeline (psycopg), else row by row; returns what RETURNING gave, in no
+        set order. Keep ``rows`` within the driver's parameter limit (SQLite: 999 on older
+        builds).
 
         On SQLite one statement instead of one per row matters beyond the round trips: the
         full-text index (fed by a trigger) writes out its pending terms after every statement.
         """
         compiled = prepared.compiled(self.dialect)
-        sql = compiled.multirow(len(rows)) if rows else None
+        sql = self.rows_sql(compiled, len(rows)) if rows and self.rows_sql is not None else None
         if sql is None and len(rows) > 1 and hasattr(self._cursor, "results"):
             # psycopg: every row's INSERT sent at once (a pipeline), their RETURNING read after;
             # what this cursor sent before is answered first, so that its results are not read.

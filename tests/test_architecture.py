@@ -8,9 +8,10 @@ under ``if TYPE_CHECKING:`` are annotations, not dependencies, and are left out.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 PACKAGE: Final = "acti_store"
 ROOT: Final = Path(__file__).resolve().parent.parent / PACKAGE
@@ -165,3 +166,112 @@ def test_no_module_is_longer_than_a_reader_can_hold() -> None:
         and str(path.relative_to(ROOT.parent)) not in TEMPLATE_MODULES
     }
     assert too_long == {}
+
+
+#: The packages above the engines: none of them asks which engine it runs on (STYLE.md 11).
+ENGINE_AGNOSTIC: Final = ("repository", "tools", "interchange", "cli", "mcp_server", "execution")
+#: Where what differs between engines lives: one module per engine behind ``EngineStrategy``.
+ENGINE_MODULES: Final = "acti_store/repository/engines/"
+#: A condition that names an engine, or asks the dialect or URL which one it is.
+_ENGINE_QUESTION: Final = re.compile(
+    r"sqlite|postgres|mariadb|mysql|dialect\.name|get_backend_name", re.IGNORECASE
+)
+#: Conditions on the engine known to remain outside the engine modules, by file: each to go.
+#: ``cli/options.py``: a read-only command refuses a SQLite file that does not exist (before the
+#: store opens: no strategy yet); it belongs with the connection policy (``acti_store.engine``).
+KNOWN_ENGINE_QUESTIONS: Final = {"acti_store/cli/options.py": 1}
+
+
+def _engine_questions(path: Path) -> list[str]:
+    """The conditions in ``path`` that ask which engine runs: the tests of ``if``, ``while``,
+    conditional expressions and comprehensions, and every comparison, that name one."""
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    tests: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If | ast.IfExp | ast.While | ast.Assert):
+            tests.append(node.test)
+        elif isinstance(node, ast.comprehension):
+            tests.extend(node.ifs)
+        elif isinstance(node, ast.Compare | ast.match_case):
+            tests.append(node.pattern if isinstance(node, ast.match_case) else node)
+    found: dict[int, str] = {}  # by line: a comparison inside an ``if`` is one question
+    for test in tests:
+        text = ast.get_source_segment(source, test) or ""
+        line = getattr(test, "lineno", 0)
+        if _ENGINE_QUESTION.search(text) and len(text) > len(found.get(line, "")):
+            found[line] = text
+    return [f"line {line}: {text}" for line, text in sorted(found.items())]
+
+
+def test_only_the_engine_modules_ask_which_engine_they_run_on() -> None:
+    """Outside ``repository/engines`` no code above the storage layers branches on the engine:
+    it calls the engine's strategy (``strategy_for``) instead, so a new engine cannot silently
+    get another engine's SQL in an ``else``."""
+    found: dict[str, list[str]] = {}
+    for package in ENGINE_AGNOSTIC:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = str(path.relative_to(ROOT.parent))
+            if not name.startswith(ENGINE_MODULES) and (questions := _engine_questions(path)):
+                found[name] = questions
+    counts = {name: len(questions) for name, questions in found.items()}
+    assert counts == KNOWN_ENGINE_QUESTIONS, found
+
+
+def test_the_engine_question_check_finds_one(tmp_path: Path) -> None:
+    sample = tmp_path / PACKAGE / "sample.py"
+    sample.parent.mkdir()
+    sample.write_text(
+        "sqlite = engine.dialect.name == 'sqlite'\n"
+        "x = 1 if sqlite else 2\n"
+        "if cursor.dialect.name != 'postgresql':\n    pass\n"
+        "y = [a for a in b if a.url.get_backend_name()]\n"
+        "z = engine.name\n",
+        encoding="utf-8",
+    )
+    assert len(_engine_questions(sample)) == 4
+
+
+def test_only_the_engine_modules_write_an_engine_s_own_sql() -> None:
+    """An engine's own SQL constructs (``ON CONFLICT``, ``= ANY(ARRAY)``, ...) come from its
+    SQLAlchemy dialect module: only the engine modules import one."""
+    for path in sorted((ROOT / "repository").rglob("*.py")):
+        name = str(path.relative_to(ROOT.parent))
+        if name.startswith(ENGINE_MODULES):
+            continue
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            )
+            assert not any((m or "").startswith("sqlalchemy.dialects") for m in modules), name
+
+
+def test_an_unknown_engine_is_refused_in_one_place() -> None:
+    """``strategy_for`` is where an engine is chosen; an engine without a strategy is refused
+    there, before the repository uses anything of it."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from acti_store import SqlAgentRepository, StoreUrlError
+    from acti_store.repository.engines import strategy_for
+
+    assert strategy_for("sqlite").name == "sqlite"
+    assert strategy_for("postgresql").name == "postgresql"
+    with pytest.raises(StoreUrlError, match="does not support mariadb databases"):
+        strategy_for("mariadb")
+    engine: Any = SimpleNamespace(dialect=SimpleNamespace(name="mariadb"))
+    with pytest.raises(StoreUrlError, match="does not support mariadb databases"):
+        SqlAgentRepository(engine)
+
+
+def test_the_urls_accepted_are_those_of_the_engines_with_a_strategy() -> None:
+    """``resolve_url`` refuses a URL before any engine is made (its driver policy lives with
+    the connection policy, below the repository); it accepts exactly the engines that have a
+    strategy, so an engine added to one and not the other fails here."""
+    from acti_store.engine import SUPPORTED_DRIVERS
+    from acti_store.repository.engines import ENGINE_NAMES, strategy_for
+
+    assert set(SUPPORTED_DRIVERS) == ENGINE_NAMES
+    for name in ENGINE_NAMES:
+        assert strategy_for(name).name == name

@@ -18,8 +18,8 @@ from conftest import make_config
 from sqlalchemy.engine import make_url
 
 from acti_store import ExecutionRecord, SqlAgentRepository, StoreUnavailableError, open_repository
-from acti_store.repository import sql
 from acti_store.repository.deadline import TryAgain, within_deadline
+from acti_store.repository.engines import postgresql as postgresql_engine
 from acti_store.sqlexec import Answer
 
 LOCK_TIMEOUT = 2.0
@@ -169,7 +169,8 @@ def test_a_run_whose_pinned_version_keeps_appearing_gives_up_at_the_deadline(
     repo = open_repository(store_url, lock_timeout=LOCK_TIMEOUT / 2)
     try:
         repo.create(make_config(NAME))
-        monkeypatch.setattr(sql, "send_run", lambda *_: Answer())  # nothing recorded, each time
+        # nothing recorded, each time
+        monkeypatch.setattr(postgresql_engine, "send_run", lambda *_: Answer())
         record = ExecutionRecord(
             timestamp=repo.now(), task="t", result_summary="r", success=True, duration_seconds=1
         )

@@ -3,12 +3,9 @@ write transaction, staged so that rows go in by the batch and memory stays bound
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from typing import Any, Final
-
-from sqlalchemy import Engine, text
 
 from ..errors import AgentExistsError, AgentNotFoundError
 from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
@@ -21,7 +18,6 @@ from .statements import (
     DELETE_TAGS,
     GET_ID,
     HAS_HISTORY,
-    IDS_BY_NAME,
     INSERT_EXECUTION,
     SET_TOTAL,
     config_values,
@@ -30,13 +26,6 @@ from .statements import (
     record_values,
 )
 from .versions import forget_versions, imported_rows
-
-logger = logging.getLogger(__name__)
-
-#: An import that writes at least this share of the agents already stored has PostgreSQL
-#: gather the tables' statistics at once (autovacuum's default scale factor, without its wait):
-#: a search planned on the statistics of a much smaller store walks the wrong index.
-ANALYZE_SHARE: Final = 0.1
 
 #: A row to insert once its agent's id is known: the statement and its parameters.
 _Row = tuple[Prepared, dict[str, Any]]
@@ -48,32 +37,27 @@ BULK_RECORD_BATCH: Final = 5_000
 BULK_AGENT_BATCH: Final = 50
 
 
+#: How an engine asks which of a chunk's names are taken, at once (``EngineStrategy.taken_names``):
+#: their id rows by name, or None for "ask per item".
+TakenNames = Callable[[Cursor, list[str]], dict[str, Sequence[Any]] | None]
+
+
 def put_all(
-    cursor: Cursor, items: Iterable[ImportItem], on_conflict: ConflictPolicy
+    cursor: Cursor, items: Iterable[ImportItem], on_conflict: ConflictPolicy, taken: TakenNames
 ) -> BulkPutResult:
-    """Put every item on ``cursor`` (in its transaction); the outcome of each by name."""
+    """Put every item on ``cursor`` (in its transaction); the outcome of each by name. ``taken``
+    asks for a chunk's names at once where the engine does that better than per item."""
     result = BulkPutResult()
     staging = _BulkStaging(cursor)
     pending = iter(items)
     while chunk := list(islice(pending, BULK_AGENT_BATCH)):
         for item in chunk:  # a stream's items are checked as they come (all or nothing still)
             instance(item, ImportItem, "items")
-        taken = _taken(cursor, chunk)
+        ids = taken(cursor, [item.name for item in chunk])
         for item in chunk:
-            result.outcomes[item.name] = _put(cursor, item, on_conflict, staging, taken)
+            result.outcomes[item.name] = _put(cursor, item, on_conflict, staging, ids)
     staging.flush()
     return result
-
-
-def _taken(cursor: Cursor, chunk: Sequence[ImportItem]) -> dict[str, Sequence[Any]] | None:
-    """PostgreSQL: the id rows of the names of ``chunk`` already taken, asked all at once (one
-    round trip, not one per item); None elsewhere (SQLite asks per item, as cheaply)."""
-    if cursor.dialect.name != "postgresql":
-        return None
-    names = [item.name for item in chunk]
-    if len(set(names)) < len(names):  # one name twice: each asks when its turn comes
-        return None
-    return {row[1]: row for row in cursor.all(IDS_BY_NAME, {"names": names})}
 
 
 def _put(
@@ -173,30 +157,3 @@ class _BulkStaging:
         if self.records:
             self._cursor.executemany(INSERT_EXECUTION, self.records)
             self.records = []
-
-
-def refresh_statistics(engine: Engine, written: int) -> None:
-    """After a PostgreSQL import of ``written`` agents: ANALYZE the agents and their tags when
-    the agents changed since their last analysis (this import's, and what the server counted
-    before it) are ``ANALYZE_SHARE`` of the store or more, or the tables were never analyzed:
-    autovacuum's rule, without its wait. The import is committed already: a failure here is
-    logged, not raised."""
-    if not written:
-        return
-    try:
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            found: Any = conn.execute(_SINCE_ANALYZED).one()
-            rows, changed = float(found[0]), max(int(found[1] or 0), written)
-            if rows < 0 or changed >= ANALYZE_SHARE * rows:
-                conn.execute(text("ANALYZE agents, agent_tags"))
-    except Exception:
-        logger.warning("could not gather the statistics of the imported agents", exc_info=True)
-
-
-#: The agents table's estimated rows (-1: never analyzed) and its rows changed since its last
-#: analysis (the server's count, reported at the end of each transaction).
-_SINCE_ANALYZED: Final = text(
-    "SELECT c.reltuples, s.n_mod_since_analyze FROM pg_catalog.pg_class c "
-    "LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid "
-    "WHERE c.oid = 'agents'::regclass"
-)

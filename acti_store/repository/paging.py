@@ -21,6 +21,7 @@ from ..models import Agent, ExecutionHistory, SearchQuery
 from ..sqlexec import Connections, Cursor, roll_back
 from ..versioning import VersionLog
 from .cursor import SortKey, encode_cursor
+from .engines.base import EngineStrategy
 from .interface import SearchPage
 from .search import page_rows
 from .statements import AGENTS_PAGE, GET_ID, NAME, agent_from_row, export_page
@@ -56,15 +57,15 @@ def export_stream(
     connections: Connections,
     dialect: Dialect,
     dbapi: Any,
-    begin: str | None,
+    engine: EngineStrategy,
     page_size: int,
     entry: Entry[T],
 ) -> Iterator[T]:
     """Every agent with its history, by name, ``page_size`` agents per page, all pages from one
-    snapshot: the read transaction opened by ``begin`` on one connection taken from
-    ``connections``; ``entry`` turns each into what is yielded, reading more in that snapshot if
-    it needs to. However the stream ends (exhausted, ``close()``d, the consumer raising), the
-    transaction is rolled back and the connection given back."""
+    snapshot: the read transaction the engine's ``begin_snapshot`` opens on one connection taken
+    from ``connections``; ``entry`` turns each into what is yielded, reading more in that
+    snapshot if it needs to. However the stream ends (exhausted, ``close()``d, the consumer
+    raising), the transaction is rolled back and the connection given back."""
     with translate_errors(dbapi):  # a server down or restarting: StoreUnavailableError
         connection = connections.take()
         try:
@@ -77,9 +78,9 @@ def export_stream(
     def read_page(after: str, *, first: bool) -> tuple[list[T], str]:
         """The entries of the page after ``after``, and the name of its last agent."""
         with translate_errors(dbapi):  # transient or lasting, as ``dberrors`` decides
-            if first and begin is not None:
-                cursor.raw(begin)
-            page = export_page(cursor, after, page_size)
+            if first and engine.begin_snapshot is not None:
+                cursor.raw(engine.begin_snapshot)
+            page = export_page(cursor, after, page_size, engine.export_records)
             last = page[-1][0].name if page else after
             return [entry(cursor, agent, history) for agent, history in page], last
 
@@ -112,15 +113,15 @@ def _agents_page(cursor: Cursor, values: dict[str, Any]) -> list[Any]:
 
 
 def search_page(
-    cursor: Cursor, query: SearchQuery, after: SortKey | None, *, sqlite: bool
+    cursor: Cursor, query: SearchQuery, after: SortKey | None, engine: EngineStrategy
 ) -> SearchPage:
     """The page of ``query`` after the sort key ``after`` (None: the first page), on ``cursor``.
 
     ``total`` is counted as ``repo.count`` counts. Run it in one read transaction: the text
-    probe (SQLite), the count and the page are read from one snapshot. One row more than the
-    page is read: the next cursor is given only when another page follows.
+    probe (the engine's, if any), the count and the page are read from one snapshot. One row
+    more than the page is read: the next cursor is given only when another page follows.
     """
-    total, rows = page_rows(cursor, query, after, sqlite=sqlite)
+    total, rows = page_rows(cursor, query, after, engine)
     agents = [agent_from_row(row) for row in rows[: query.limit]]
     more = len(rows) > query.limit
     return SearchPage(

@@ -1,28 +1,25 @@
 """One run recorded, in one write transaction: the agent's counters, the record, the counters of
 the version that ran and the 50-record FIFO trim.
 
-SQLite (``record_run``): the counters' UPDATE returns the agent's id and version, then the rest
-follows. PostgreSQL (``send_run``): one statement does all but the trim (``RECORD_AT_ONCE``, data-
-modifying CTEs) and the trim follows it in the same transaction, both sent at once: one round
-trip. The trim is a statement of its own because a CTE's statements share one snapshot: it
-would not see the record just inserted, nor one a concurrent run of the agent committed while
-this one waited for the row lock. When that statement changes nothing, ``why_unrecorded`` says
-why, from the agent's row as read after.
+``record_run`` (every engine's by default, SQLite's): the counters' UPDATE returns the agent's
+id and version, then the rest follows. An engine may send it otherwise (PostgreSQL: one
+statement of data-modifying CTEs, ``engines.postgresql.send_run``), with these statements'
+parts; when its statement changes nothing, ``why_unrecorded`` says why, from the agent's row as
+read after.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from sqlalchemy import Integer, String, bindparam, case, delete, func, insert, or_, select, update
+from sqlalchemy import Integer, bindparam, case, delete, or_, select, update
 
 from ..errors import AgentNotFoundError, StoreUnavailableError
 from ..models import COUNTER_MAX, HISTORY_MAX_RECORDS, ExecutionRecord
-from ..schema import Counter, UtcDateTime, agents, executions
-from ..sqlexec import Answer, Cursor, Prepared
+from ..schema import UtcDateTime, agents, executions
+from ..sqlexec import Cursor, Prepared
 from .deadline import TryAgain
-from .statements import BY_NAME, EXECUTION_COLUMNS, INSERT_EXECUTION, record_values
-from .version_statements import bump_stats, count_run
+from .statements import BY_NAME, INSERT_EXECUTION, record_values
 from .versions import version_that_ran
 
 _timestamp = bindparam("timestamp", type_=UtcDateTime())
@@ -66,38 +63,10 @@ TRIM: Final = _trim(bindparam("agent_id"))
 TRIM_BY_NAME: Final = _trim(select(agents.c.id).where(BY_NAME).scalar_subquery())
 
 _VERSION: Final = Prepared(select(agents.c.version).where(BY_NAME))
-#: The version a run is pinned to (``could_run``): a 64-bit integer like the version column it is
-#: compared with (the dialect casts it: typed when None). An ``Integer`` here made PostgreSQL
-#: refuse no run but record none pinned past 2**31 - 1 (issue 25).
-_pinned = bindparam("pinned", type_=Counter)
-#: The agent's counters moved, where the pinned version (if any) exists; its id and the version
-#: that ran.
-_bumped = (
-    update(agents)
-    .where(BY_NAME, or_(_pinned.is_(None), _pinned.between(1, agents.c.version)))
-    .values(RUN_COUNTERS)
-    .returning(agents.c.id, func.coalesce(_pinned, agents.c.version).label("ran"))
-    .cte("bumped")
-)
-_inserted = insert(executions).from_select(
-    ["agent_id", "agent_name", *(c.name for c in EXECUTION_COLUMNS), "agent_version"],
-    select(
-        _bumped.c.id,
-        bindparam("name", type_=String()),
-        *(bindparam(c.name, type_=c.type) for c in EXECUTION_COLUMNS),
-        _bumped.c.ran,
-    ),
-)
-#: PostgreSQL: a run counted for its agent and its version, and its record inserted; returns
-#: the agent's id (no row: nothing was recorded).
-RECORD_AT_ONCE: Final = Prepared(
-    select(_bumped.c.id).add_cte(
-        _inserted.cte("inserted"), count_run(_bumped.c.id, _bumped.c.ran).cte("counted")
-    )
-)
 
 
-def _counters(record: ExecutionRecord) -> dict[str, Any]:
+def counter_values(record: ExecutionRecord) -> dict[str, Any]:
+    """The parameters ``RUN_COUNTERS`` takes of one run."""
     return {
         "succeeded": int(record.success),
         "failed": int(not record.success),
@@ -105,32 +74,31 @@ def _counters(record: ExecutionRecord) -> dict[str, Any]:
     }
 
 
-def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> None:
+def record_run(
+    cursor: Cursor,
+    name: str,
+    record: ExecutionRecord,
+    pinned: int | None,
+    count_run: Prepared,
+) -> None:
     """Record a run of agent ``name`` (of version ``pinned``, else its current one); raises
-    ``AgentNotFoundError`` or ``VersionNotFoundError`` with nothing written."""
-    bumped = cursor.first(RECORD_RUN, _counters(record) | {"name": name})
+    ``AgentNotFoundError`` or ``VersionNotFoundError`` with nothing written. ``count_run``: the
+    engine's ``version_statements.count_run``, of parameters ``agent_id`` and ``version``."""
+    bumped = cursor.first(RECORD_RUN, counter_values(record) | {"name": name})
     if bumped is None:
         raise AgentNotFoundError(name)
     agent_id, current = bumped
     ran = version_that_ran(name, current, pinned)
     cursor.send(INSERT_EXECUTION, record_values(agent_id, name, record, ran))
-    bump_stats(cursor, agent_id, ran, record)
+    values = counter_values(record) | {"duration": record.duration_seconds}
+    cursor.send(count_run, values | {"agent_id": agent_id, "version": ran})
     cursor.send(TRIM, {"agent_id": agent_id})
 
 
 def could_run(pinned: int | None) -> bool:
-    """Whether ``pinned`` may be a version of some agent (or is None): ``send_run`` takes it."""
+    """Whether ``pinned`` may be a version of some agent (or is None): a run sent as one
+    statement (``engines.postgresql.send_run``) takes it."""
     return pinned is None or (type(pinned) is int and 1 <= pinned <= COUNTER_MAX)
-
-
-def send_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> Answer:
-    """PostgreSQL: ``record_run`` sent without waiting for an answer (``pinned``: ``could_run``);
-    the answer has a row when the run was recorded."""
-    values = record_values(0, name, record) | _counters(record)
-    values |= {"name": name, "pinned": pinned, "duration": record.duration_seconds}
-    answer = cursor.later(RECORD_AT_ONCE, values)
-    cursor.send(TRIM_BY_NAME, {"name": name})
-    return answer
 
 
 def why_unrecorded(cursor: Cursor, name: str, pinned: int | None) -> None:

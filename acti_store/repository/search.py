@@ -10,7 +10,8 @@ tested per row (``_has_tags``).
 Text: every word must be a case-insensitive substring of the name or the description.
 PostgreSQL: ``LIKE`` on ``lower()``, served by the pg_trgm indexes (revision 0003). SQLite: the
 FTS5 trigram index ``agents_fts`` (revision 0003), fed through the log ``agents_fts_log``
-(revision 0004); see ``_text_values``.
+(revision 0004); see ``_text_values``. What differs is the engine's (``EngineStrategy``:
+``filter_column``, ``text_index``; ``engines.sqlite``, ``engines.postgresql``).
 
 A search runs on the repository's fast path (``sqlexec``): its statement holds only parameters,
 so it is built and compiled once per *shape* (the sort, which filters are set and how many
@@ -30,14 +31,11 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
-    column,
     exists,
     func,
     literal_column,
     or_,
     select,
-    table,
-    text,
 )
 from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
@@ -47,36 +45,13 @@ from ..models import MAX_TAGS, SEARCH_TAGS_RULE, SearchQuery
 from ..schema import agent_tags, agents, masks_containing
 from ..sqlexec import Cursor, Prepared
 from .cursor import SortKey
+from .engines.base import EngineStrategy, TextIndex
 from .statements import AGENT_COLUMNS
 
-#: The trigram index serves words of at least three characters.
-FTS_MIN_WORD: Final = 3
-#: How many index matches a search collects before it treats its words as common.
-FTS_PROBE_CAP: Final = 1000
 #: Tags of a search tested one ``EXISTS`` each; the rest by one count (``_has_tags``).
 TAGS_EXISTS: Final = 4
 #: Shapes whose statements are kept (the cache starts over past it: a bound, not a policy).
 _SHAPES_KEPT: Final = 512
-
-# The SQLite text index, as Alembic revisions 0003 and 0004 left it (migrations/versions/).
-# 0003_search made ``agents_fts``, an FTS5 trigram index of the agents' name and description.
-# 0004_search_log feeds it through ``agents_fts_log``: triggers log the id of each changed agent
-# (with the text the index holds for it), and every 256 entries the log is moved into the index.
-# Its invariant, which the two statements below rely on: an agent whose id is not in the log is
-# indexed with its current text; an id in the log may be indexed with an older text, or not at all.
-# A revision that changes either table or its triggers must keep this strategy in step.
-
-#: Agents changed since the index last took in its log: search checks their current text itself.
-_FTS_LOGGED: Final[Select[tuple[Any]]] = select(column("agent_id")).select_from(
-    table("agents_fts_log")
-)
-#: Agents outside the log whose indexed text matches a MATCH expression, up to the cap.
-_FTS_PROBE: Final = Prepared(
-    text(
-        "SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query "
-        f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
-    )
-)
 
 #: Each sort but the name's: its column, which orders descending, ties broken by name ascending.
 _SORT_COLUMNS: Final[Mapping[str, ColumnElement[Any]]] = {
@@ -105,16 +80,16 @@ class _Shape:
     min_executions: bool = False
     #: Words every row is tested for (``LIKE``).
     words: int = 0
-    #: SQLite, a selective probe: how many ids it found (None: no id list), and the words the
-    #: agents changed since the index took in its log are tested for.
+    #: With an engine's text index, a selective probe: how many ids it found (None: no id
+    #: list), and the words the agents changed since the index took them in are tested for.
     ids: int | None = None
     logged: int = 0
 
 
-def needs_snapshot(query: SearchQuery, *, sqlite: bool) -> bool:
-    """Whether a search of ``query`` reads more than one statement (SQLite's text probe, then
-    the query): they must see one snapshot (``_read(snapshot=True)``)."""
-    return sqlite and bool(_indexed(_words(query.query)))
+def needs_snapshot(query: SearchQuery, engine: EngineStrategy) -> bool:
+    """Whether a search of ``query`` reads more than one statement (the engine's text probe,
+    then the query): they must see one snapshot (``_read(snapshot=True)``)."""
+    return bool(_indexed(_words(query.query), engine.text_index))
 
 
 def _words(query: str | None) -> list[str]:
@@ -123,40 +98,40 @@ def _words(query: str | None) -> list[str]:
     return list(dict.fromkeys(query.lower().split())) if query else []
 
 
-def _indexed(words: list[str]) -> list[str]:
-    """The words SQLite's trigram index serves (three characters or more)."""
-    return [w for w in words if len(w) >= FTS_MIN_WORD]
+def _indexed(words: list[str], index: TextIndex | None) -> list[str]:
+    """The words the engine's text index serves (none without one)."""
+    return [w for w in words if len(w) >= index.min_word] if index is not None else []
 
 
-def search_rows(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> list[Sequence[Any]]:
+def search_rows(cursor: Cursor, query: SearchQuery, engine: EngineStrategy) -> list[Sequence[Any]]:
     """The rows (``AGENT_COLUMNS``) that answer ``query``: filters combined with AND, in the
-    sort's order, at most ``limit``. SQLite's text probe runs first on ``cursor``."""
-    shape, values = _bound(cursor, query, sqlite=sqlite)
-    key = ("search", sqlite, query.sort_by, shape)
-    prepared = _cached(key, lambda: _ordered(shape, query.sort_by, sqlite).limit(_LIMIT))
+    sort's order, at most ``limit``. The engine's text probe runs first on ``cursor``."""
+    shape, values = _bound(cursor, query, engine)
+    key = ("search", engine.name, query.sort_by, shape)
+    prepared = _cached(key, lambda: _ordered(shape, query.sort_by, engine).limit(_LIMIT))
     return cursor.all(prepared, values | {"limit": query.limit}, prepare=False)
 
 
-def count_matches(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> int:
+def count_matches(cursor: Cursor, query: SearchQuery, engine: EngineStrategy) -> int:
     """How many agents match ``query``'s filters (its sort and limit aside). No order to walk
     here: the filters may use their indexes on either engine."""
-    shape, values = _bound(cursor, query, sqlite=sqlite)
-    return _count(cursor, shape, values, sqlite)
+    shape, values = _bound(cursor, query, engine)
+    return _count(cursor, shape, values, engine)
 
 
 def page_rows(
-    cursor: Cursor, query: SearchQuery, after: SortKey | None, *, sqlite: bool
+    cursor: Cursor, query: SearchQuery, after: SortKey | None, engine: EngineStrategy
 ) -> tuple[int, list[Sequence[Any]]]:
     """For ``search_page``: the count of every match (``count_matches``'), and the page of
     ``query.limit`` + 1 matches after the sort key ``after`` (the extra row says whether another
     page follows), in the sort's order. One text probe serves both (run them in one snapshot)."""
-    shape, values = _bound(cursor, query, sqlite=sqlite)
-    total = _count(cursor, shape, values, sqlite)
+    shape, values = _bound(cursor, query, engine)
+    total = _count(cursor, shape, values, engine)
     sort = query.sort_by
-    key = ("page", sqlite, sort, shape, after is not None)
+    key = ("page", engine.name, sort, shape, after is not None)
 
     def statement() -> Select[Any]:
-        page = _ordered(shape, sort, sqlite)
+        page = _ordered(shape, sort, engine)
         return (page if after is None else page.where(_after(sort))).limit(_LIMIT)
 
     values |= {"limit": query.limit + 1}
@@ -165,12 +140,12 @@ def page_rows(
     return total, cursor.all(_cached(key, statement), values, prepare=False)
 
 
-def _count(cursor: Cursor, shape: _Shape, values: dict[str, Any], sqlite: bool) -> int:
+def _count(cursor: Cursor, shape: _Shape, values: dict[str, Any], engine: EngineStrategy) -> int:
     def statement() -> Select[Any]:
-        condition = _condition(shape, _indexed_column)
+        condition = _condition(shape, _indexed_column, engine.text_index)
         return select(func.count()).select_from(agents).where(condition)
 
-    rows = cursor.all(_cached(("count", sqlite, shape), statement), values, prepare=False)
+    rows = cursor.all(_cached(("count", engine.name, shape), statement), values, prepare=False)
     return int(rows[0][0])
 
 
@@ -187,9 +162,10 @@ def _cached(key: tuple[Any, ...], statement: Callable[[], Any]) -> Prepared:
     return found
 
 
-def _ordered(shape: _Shape, sort_by: str, sqlite: bool) -> Select[Any]:
-    """The agents of ``shape``'s filters, in the order of ``sort_by`` (no limit yet)."""
-    condition = _condition(shape, _filter_column if sqlite else _indexed_column)
+def _ordered(shape: _Shape, sort_by: str, engine: EngineStrategy) -> Select[Any]:
+    """The agents of ``shape``'s filters, in the order of ``sort_by`` (no limit yet), each
+    filter read as the engine reads it while it walks the sort's index."""
+    condition = _condition(shape, engine.filter_column, engine.text_index)
     return select(*AGENT_COLUMNS).where(condition).order_by(*_SORTS[sort_by])
 
 
@@ -208,10 +184,12 @@ def _after(sort_by: str) -> ColumnElement[bool]:
     return and_(col <= value, or_(col < value, agents.c.name > name))
 
 
-def _bound(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> tuple[_Shape, dict[str, Any]]:
+def _bound(
+    cursor: Cursor, query: SearchQuery, engine: EngineStrategy
+) -> tuple[_Shape, dict[str, Any]]:
     """``query``'s shape and the values of its parameters: the one place a query's filters
-    become values (``_condition`` makes the SQL of the same names). SQLite's text probe runs
-    on ``cursor``."""
+    become values (``_condition`` makes the SQL of the same names). The engine's text probe
+    runs on ``cursor``."""
     values: dict[str, Any] = {}
     if query.stratum is not None:
         values["stratum"] = query.stratum
@@ -223,7 +201,7 @@ def _bound(cursor: Cursor, query: SearchQuery, *, sqlite: bool) -> tuple[_Shape,
     for bound in ("created_after", "created_before", "min_executions"):
         if (value := getattr(query, bound)) is not None:
             values[bound] = value
-    words, ids, logged = _text_values(cursor, query.query, sqlite=sqlite)
+    words, ids, logged = _text_values(cursor, query.query, engine.text_index)
     values |= _numbered("word", words) | _numbered("logged", logged)
     if ids is not None:
         values |= _numbered("id", ids)
@@ -246,15 +224,16 @@ def _numbered(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
 
 
 def _text_values(
-    cursor: Cursor, query: str | None, *, sqlite: bool
+    cursor: Cursor, query: str | None, index: TextIndex | None
 ) -> tuple[list[str], list[int] | None, list[str]]:
-    """The ``LIKE`` patterns of ``query``'s words every row is tested for; on SQLite, a
-    selective probe's ids and the patterns the agents in the log are tested for instead.
+    """The ``LIKE`` patterns of ``query``'s words every row is tested for; with the engine's
+    text ``index``, a selective probe's ids and the patterns the agents the index may not hold
+    with their current text (``changed_ids``) are tested for instead.
 
-    Every word must be a case-insensitive substring of the name or the description. SQLite: the
-    trigram index is probed for the words of three characters or more, up to ``FTS_PROBE_CAP``
-    matches among the agents outside the log. Fewer matches (a selective query) become an id
-    list, plus the logged agents whose current text contains the words; a probe that fills up
+    Every word must be a case-insensitive substring of the name or the description. The index
+    (SQLite's trigram index: ``engines.sqlite``) is probed for the words it serves, up to a cap
+    of matches among the agents it holds. Fewer matches (a selective query) become an id list,
+    plus the changed agents whose current text contains the words; a probe that fills up (None)
     means the words are common, and then an ordered scan that checks ``LIKE`` row by row finds
     ``limit`` hits sooner than collecting every match would. The id list is padded to a power
     of two with its last id (the same answer; fewer shapes to compile).
@@ -262,14 +241,13 @@ def _text_values(
     words = _words(query)
     ids: list[int] | None = None
     logged: list[str] = []
-    indexed = _indexed(words) if sqlite else []
-    if indexed:
-        phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in indexed)
-        found = [row[0] for row in cursor.all(_FTS_PROBE, {"fts_query": phrases})]
-        if len(found) < FTS_PROBE_CAP:
+    indexed = _indexed(words, index)
+    if indexed and index is not None:
+        found = index.probe(cursor, indexed)
+        if found is not None:
             ids = found + found[-1:] * ((1 << (len(found) - 1).bit_length()) - len(found))
             logged = [_pattern(w) for w in indexed]
-            words = [w for w in words if len(w) < FTS_MIN_WORD]
+            words = [w for w in words if len(w) < index.min_word]
     return [_pattern(w) for w in words], ids, logged
 
 
@@ -285,11 +263,13 @@ def escape_like(text: str, escape: str = "\\") -> str:
 
 
 def _condition(
-    shape: _Shape, filtered: Callable[[ColumnElement[Any]], ColumnElement[Any]]
+    shape: _Shape,
+    filtered: Callable[[ColumnElement[Any]], ColumnElement[Any]],
+    index: TextIndex | None,
 ) -> ColumnElement[bool]:
     """Every filter of ``shape`` combined with AND, each value a parameter named as ``_bound``
     names it: the one place the filters become SQL. ``filtered`` says how a filter reads its
-    column."""
+    column; ``index``: the text index whose probe gave ``shape.ids``."""
     conditions: list[ColumnElement[bool]] = []
     if shape.stratum:
         conditions.append(filtered(agents.c.stratum) == bindparam("stratum", type_=String()))
@@ -304,8 +284,8 @@ def _condition(
         conditions.append(created <= bindparam("created_before", type_=agents.c.created_at.type))
     if shape.min_executions:
         conditions.append(runs >= bindparam("min_executions", type_=agents.c.execution_count.type))
-    if shape.ids is not None:
-        logged = and_(agents.c.id.in_(_FTS_LOGGED), *_contain("logged", shape.logged))
+    if shape.ids is not None and index is not None:
+        logged = and_(agents.c.id.in_(index.changed_ids), *_contain("logged", shape.logged))
         ids = [bindparam(f"id_{i}", type_=Integer()) for i in range(shape.ids)]
         conditions.append(or_(agents.c.id.in_(ids), logged) if ids else logged)
     conditions.extend(_contain("word", shape.words))
@@ -350,8 +330,3 @@ def _contain(prefix: str, count: int) -> list[ColumnElement[bool]]:
 
 def _indexed_column(col: ColumnElement[Any]) -> ColumnElement[Any]:
     return col
-
-
-def _filter_column(col: ColumnElement[Any]) -> ColumnElement[Any]:
-    """``col`` as a SQLite search filter reads it: ``+col``, which no index serves."""
-    return literal_column(f"+{agents.name}.{col.key}", col.type)

@@ -3,7 +3,9 @@
 All invariants live here, each enforced in one transaction: version increments, counters, the
 50-record FIFO, clone resets. The statements and the row mapping are in ``statements``, the
 search query in ``search``, pages and the export's snapshot in ``paging``, bulk import in
-``bulk``; driver errors become the library's exceptions in ``acti_store.dberrors``.
+``bulk``; what differs between engines in ``engines`` (one strategy per engine: this module
+never asks which engine it runs on); driver errors become the library's exceptions in
+``acti_store.dberrors``.
 """
 
 from __future__ import annotations
@@ -16,16 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 
 from ..dberrors import translated
-from ..engine import (
-    LOCK_TIMEOUT_DEFAULT,
-    POSTGRES_BEGIN_SNAPSHOT,
-    POSTGRES_BEGIN_SNAPSHOT_STATEMENT,
-    SQLITE_BEGIN_READ,
-    SQLITE_BEGIN_WRITE,
-    make_async_engine,
-    store_location,
-    store_schema,
-)
+from ..engine import LOCK_TIMEOUT_DEFAULT, make_async_engine, store_location, store_schema
 from ..errors import (
     AgentExistsError,
     AgentNotFoundError,
@@ -49,7 +42,7 @@ from ..models import (
     trusted,
     utc_now,
 )
-from ..sqlexec import Answer, Cursor, connections_for
+from ..sqlexec import Cursor, connections_for
 from ..validation import flag, instances, integer, optional_message, optional_version
 from ..versioning import VersionLog, clone_message
 from .arguments import (
@@ -65,9 +58,10 @@ from .arguments import (
     store_options,
 )
 from .asynchronous import DIRECT, Dispatch, GreenletDispatch, StoreThreads, Waits
-from .bulk import put_all, refresh_statistics
+from .bulk import put_all
 from .cursor import decode_cursor
 from .deadline import within_deadline
+from .engines import strategy_for
 from .interface import (
     AgentRepository,
     BulkPutResult,
@@ -79,7 +73,6 @@ from .interface import (
     UpdateResult,
 )
 from .paging import Entry, agent_pages, export_entry, export_stream, search_page, versions_entry
-from .recording import could_run, record_run, send_run, why_unrecorded
 from .search import count_matches, needs_snapshot, search_rows
 from .statements import (
     ALL,
@@ -137,20 +130,14 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
             read_only, lock_timeout, keep_versions
         )
         self._engine = engine
+        # What differs between engines; an engine the repository does not run on is refused.
+        self._engine_kind = strategy_for(engine.dialect.name)
         self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
         self.read_only = read_only
         self._lock_timeout = lock_timeout
         self._connections = connections_for(engine)
         self._dialect = engine.dialect
         self._dbapi = engine.dialect.loaded_dbapi
-        self._sqlite = engine.dialect.name == "sqlite"
-        # What opens a transaction that reads one snapshot, and one that writes (``_run``).
-        self._begin_snapshot: str | None = None
-        self._begin_write: str | None = None
-        if self._sqlite:
-            self._begin_snapshot, self._begin_write = SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
-        elif engine.dialect.name == "postgresql":
-            self._begin_snapshot = POSTGRES_BEGIN_SNAPSHOT
         self._clock: Clock = clock or utc_now
         self.mirror = mirror
         self._waits = waits
@@ -187,6 +174,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
             self._connections,
             self._dialect,
             work,
+            engine=self._engine_kind,
             begin=begin,
             lock_wait=lock_wait,
             lock_timeout=self._lock_timeout,
@@ -195,11 +183,11 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         )
 
     def _read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
+        kind = self._engine_kind
         try:
-            if self._sqlite:
-                return self._run(work, begin=self._begin_snapshot if snapshot else None)
-            begin = POSTGRES_BEGIN_SNAPSHOT_STATEMENT if snapshot else None
-            return self._run(work, begin=begin, autocommit=True)
+            return self._run(
+                work, begin=kind.read_begin(snapshot), autocommit=kind.reads_in_autocommit
+            )
         except Exception as exc:  # not translate_errors: a context manager costs on every read
             error = translated(exc, self._dbapi)
             if error is None:
@@ -223,7 +211,9 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
             raise ReadOnlyStoreError.opened_read_only(self.location)
 
         def attempt(wait: float | None) -> T:
-            result = self._run(work, begin=self._begin_write, lock_wait=wait, pipelined=pipelined)
+            result = self._run(
+                work, begin=self._engine_kind.begin_write, lock_wait=wait, pipelined=pipelined
+            )
             if then is not None:
                 then(result)
             return result
@@ -241,8 +231,9 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
             self._waits.sync_mirror(self.mirror, self, names)
 
     def _make_dispatch(self) -> Dispatch:
-        """PostgreSQL: the coroutines run on an ``AsyncEngine`` per loop; SQLite: on threads."""
-        if self._dialect.name != "postgresql":
+        """The coroutines run on an ``AsyncEngine`` per loop where the engine has an async
+        driver (PostgreSQL), else on the store's threads (SQLite)."""
+        if not self._engine_kind.async_engine:
             return super()._make_dispatch()
         options: dict[str, Any] = {"read_only": self.read_only, "lock_timeout": self._lock_timeout}
         # The store's schema, or "" for the default one (not ACTI_STORE_SCHEMA read again).
@@ -361,19 +352,17 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         """Filters combine with AND; results come in the sort's order, at most ``limit``
         (the query and its plan: ``search``)."""
         query = checked_query(query)
-        sqlite = self._sqlite
+        kind = self._engine_kind
         rows = self._read(
-            lambda cursor: search_rows(cursor, query, sqlite=sqlite),
-            snapshot=needs_snapshot(query, sqlite=sqlite),
+            lambda cursor: search_rows(cursor, query, kind), snapshot=needs_snapshot(query, kind)
         )
         return [agent_from_row(row) for row in rows]
 
     def count(self, query: SearchQuery | Mapping[str, Any]) -> int:
         query = checked_query(query)
-        sqlite = self._sqlite
+        kind = self._engine_kind
         return self._read(
-            lambda cursor: count_matches(cursor, query, sqlite=sqlite),
-            snapshot=needs_snapshot(query, sqlite=sqlite),
+            lambda cursor: count_matches(cursor, query, kind), snapshot=needs_snapshot(query, kind)
         )
 
     def search_page(
@@ -381,10 +370,8 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
     ) -> SearchPage:
         query = checked_query(query)
         after = None if cursor is None else decode_cursor(cursor, query)
-        sqlite = self._sqlite
-        return self._read(
-            lambda cursor: search_page(cursor, query, after, sqlite=sqlite), snapshot=True
-        )
+        kind = self._engine_kind
+        return self._read(lambda cursor: search_page(cursor, query, after, kind), snapshot=True)
 
     def count_by_stratum(self) -> dict[str | None, int]:
         counts: dict[str | None, int] = dict.fromkeys(STRATA, 0)
@@ -409,17 +396,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         record = checked_record(record)
         version = optional_version(version, "version")
         require_storable(name)
-        if self._sqlite:
-            self._write(lambda cursor: record_run(cursor, name, record, version))
-        elif not could_run(version):  # no agent has such a version: raises why
-            self._read(lambda cursor: why_unrecorded(cursor, name, version))
-        else:
-
-            def recorded(answer: Answer) -> None:
-                if not answer.rows:  # raises why, or TryAgain (a pinned version made meanwhile)
-                    self._read(lambda cursor: why_unrecorded(cursor, name, version))
-
-            self._write(lambda cursor: send_run(cursor, name, record, version), then=recorded)
+        self._engine_kind.record_execution(self._write, self._read, name, record, version)
         self._notify(name)
 
     def get_history(
@@ -477,7 +454,7 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
     def _export(self, page_size: int, entry: Entry[T]) -> Iterator[T]:
         size = integer(page_size, "page_size", 1)
         return export_stream(
-            self._connections, self._dialect, self._dbapi, self._begin_snapshot, size, entry
+            self._connections, self._dialect, self._dbapi, self._engine_kind, size, entry
         )
 
     def bulk_put(
@@ -492,9 +469,11 @@ class SqlAgentRepository(VersionMethods, AgentRepository):
         on_conflict = checked_policy(on_conflict)  # before any write: a typo must not replace
         checked_source(items)
         # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
-        result = self._write(lambda cursor: put_all(cursor, items(), on_conflict), pipelined=False)
+        taken = self._engine_kind.taken_names
+        result = self._write(
+            lambda cursor: put_all(cursor, items(), on_conflict, taken), pipelined=False
+        )
         written = [n for n, outcome in result.outcomes.items() if outcome != "skipped"]
-        if not self._sqlite:
-            refresh_statistics(self._engine, len(written))
+        self._engine_kind.after_bulk_put(self._engine, len(written))
         self._notify(*written)
         return result

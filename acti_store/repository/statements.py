@@ -8,13 +8,12 @@ selects (``AGENT_COLUMNS``, ``EXECUTION_COLUMNS``): reorder a list and every rea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from sqlalchemy import (
     Column,
     Integer,
-    String,
     and_,
     bindparam,
     delete,
@@ -23,7 +22,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import ColumnElement
 
 from ..models import (
@@ -156,12 +154,6 @@ _of_agent = executions.c.agent_id == bindparam("agent_id")
 GET: Final = Prepared(select(*AGENT_COLUMNS).where(BY_NAME))
 GET_FOR_UPDATE: Final = Prepared(select(*AGENT_COLUMNS).where(BY_NAME).with_for_update())
 GET_ID: Final = Prepared(select(agents.c.id).where(BY_NAME))
-#: PostgreSQL: the ids of those of a list of names that are taken (``= ANY`` of one array).
-IDS_BY_NAME: Final = Prepared(
-    select(agents.c.id, agents.c.name).where(
-        agents.c.name == func.any(bindparam("names", type_=postgresql.ARRAY(String())))
-    )
-)
 ALL: Final = Prepared(select(*AGENT_COLUMNS).order_by(agents.c.name))
 NAMES: Final = Prepared(select(agents.c.name).order_by(agents.c.name))
 COUNT_BY_STRATUM: Final = Prepared(
@@ -268,7 +260,8 @@ _EXPORT_RECORD_AGENT_ID: Final = _positions(_EXPORT_RECORD_COLUMNS)["agent_id"]
 _EXPORT_RECORD_OFFSET: Final = len(_EXPORT_RECORD_COLUMNS) - len(EXECUTION_COLUMNS)
 
 
-def _records_of(page: ColumnElement[bool]) -> Prepared:
+def records_of(page: ColumnElement[bool]) -> Prepared:
+    """The export's records (``EXPORT_RECORDS`` rows) of the agents ``page`` selects."""
     return Prepared(
         select(*_EXPORT_RECORD_COLUMNS)
         .where(page)
@@ -276,12 +269,7 @@ def _records_of(page: ColumnElement[bool]) -> Prepared:
     )
 
 
-EXPORT_RECORDS: Final = _records_of(executions.c.agent_id.in_(_page.scalar_subquery()))
-#: PostgreSQL: the same, of the page's ids (a prepared statement's generic plan of the subquery
-#: expects a page of any size and reads every record: 40 ms a page at 100,000 agents, not 1).
-EXPORT_RECORDS_OF: Final = _records_of(
-    executions.c.agent_id == func.any(bindparam("ids", type_=postgresql.ARRAY(Integer())))
-)
+EXPORT_RECORDS: Final = records_of(executions.c.agent_id.in_(_page.scalar_subquery()))
 
 # --------------------------------------------------------------------------------------------------
 # Rows <-> domain models
@@ -370,20 +358,23 @@ def stats_from_rows(row: Sequence[Any], stats: Sequence[Any]) -> ExecutionStats:
     )
 
 
+#: How an engine reads the records of an export page: the cursor, the page's agent ids and the
+#: page's parameters of ``EXPORT_RECORDS`` (``EngineStrategy.export_records``).
+RecordsOf = Callable[[Cursor, list[int], dict[str, Any]], list[Sequence[Any]]]
+
+
 def export_page(
-    cursor: Cursor, after: str, page_size: int
+    cursor: Cursor, after: str, page_size: int, records_of_page: RecordsOf
 ) -> list[tuple[Agent, ExecutionHistory | None]]:
     """The agents after the name ``after`` (up to ``page_size``, by name), each with its history
-    (None when it never ran): two statements, so run them in one snapshot."""
+    (None when it never ran, its records read by ``records_of_page``): two statements, so run
+    them in one snapshot."""
     page = {"after": after, "page_size": page_size}
     rows = cursor.all(AGENTS_PAGE, page)
     if not rows:
         return []
     by_id: dict[int, list[ExecutionRecord]] = {row[ID]: [] for row in rows}
-    if cursor.dialect.name == "postgresql":
-        records = cursor.all(EXPORT_RECORDS_OF, {"ids": list(by_id)})
-    else:
-        records = cursor.all(EXPORT_RECORDS, page)
+    records = records_of_page(cursor, list(by_id), page)
     for record in records:
         by_id[record[_EXPORT_RECORD_AGENT_ID]].append(
             record_from_row(record, _EXPORT_RECORD_OFFSET)

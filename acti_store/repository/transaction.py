@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Dialect
 
-from ..engine import lock_wait_sql
 from ..sqlexec import Connections, Cursor, roll_back
+from .engines.base import EngineStrategy
 
 T = TypeVar("T")
 
@@ -55,6 +55,7 @@ def run_transaction(
     dialect: Dialect,
     work: Callable[[Cursor], T],
     *,
+    engine: EngineStrategy,
     begin: str | None,
     lock_wait: float | None,
     lock_timeout: float,
@@ -64,10 +65,11 @@ def run_transaction(
     """Run ``work`` on a connection of ``connections``, committed if it returns, else rolled
     back; the connection is given back either way (or discarded, if it cannot be reused).
 
-    ``begin`` is the first statement of the transaction: the write one for writes (SQLite:
-    ``BEGIN IMMEDIATE``), the snapshot one for a read of several statements that must see one
-    snapshot (SQLite: ``BEGIN``; PostgreSQL: REPEATABLE READ), None for a single-statement read
-    (the engine's policy, ``acti_store.engine``) and for PostgreSQL's writes.
+    ``engine`` says how the engine runs a transaction (``EngineStrategy``). ``begin`` is the
+    first statement of the transaction: the write one for writes (SQLite: ``BEGIN IMMEDIATE``),
+    the snapshot one for a read of several statements that must see one snapshot (SQLite:
+    ``BEGIN``; PostgreSQL: REPEATABLE READ), None for a single-statement read (the engine's
+    policy, ``acti_store.engine``) and for PostgreSQL's writes.
     ``lock_wait`` (seconds) bounds this transaction's lock waits instead of ``lock_timeout``.
     ``autocommit`` (PostgreSQL reads): the driver sends no BEGIN of its own, so a read of one
     statement is one round trip, and a snapshot's ``begin`` is one ``BEGIN ...`` statement.
@@ -78,35 +80,36 @@ def run_transaction(
     (``Cursor``), then once for the rest and the COMMIT; the answers of ``Cursor.later``
     are read then.
     """
-    sqlite = dialect.name == "sqlite"
     connection = connections.take()
-    # SQLite's kept connections are the driver's own; a pool's are proxies of them.
-    driver = connection if sqlite else connection.dbapi_connection
+    driver = engine.driver_connection(connection)
     pipelined = (
-        pipelined and not (sqlite or autocommit) and isinstance(driver, psycopg_connection())
+        pipelined
+        and engine.pipelines
+        and not autocommit
+        and isinstance(driver, psycopg_connection())
     )
     own_transaction = autocommit or pipelined
     if own_transaction:
         driver.autocommit = True
     raw_cursor = connection.cursor()
-    # SQLite's busy timeout belongs to the connection: put back before it is reused.
-    restore = lock_wait is not None and sqlite
-    cursor = Cursor(raw_cursor, dialect, driver=None if sqlite else connection.driver_connection)
+    # A lock wait of the connection's own (SQLite's busy timeout): put back before it is reused.
+    restore = lock_wait is not None and engine.lock_wait_per_connection
+    cursor = engine.cursor(raw_cursor, dialect, connection)
     try:
         with _pipeline(driver) if pipelined else nullcontext() as pipeline:
             cursor.pipeline = pipeline
             if pipelined:
                 cursor.raw("BEGIN")
             if lock_wait is not None:  # SQLite: before its BEGIN; PostgreSQL: SET LOCAL
-                cursor.raw(lock_wait_sql(sqlite, lock_wait))
+                cursor.raw(engine.lock_wait_sql(lock_wait))
             if begin is not None:
                 cursor.raw(begin)
             result = work(cursor)
             if restore:
-                cursor.raw(lock_wait_sql(True, lock_timeout))
+                cursor.raw(engine.lock_wait_sql(lock_timeout))
             if pipelined:
                 cursor.raw("COMMIT")  # answered with the rest when the pipeline ends
-            elif begin is not None or not sqlite:  # else SQLite had no transaction open
+            elif begin is not None or engine.driver_begins:  # else no transaction was open
                 connection.commit()
         cursor.settle()
         if own_transaction:

@@ -7,11 +7,12 @@ the ``(agent_id, version)`` index from its newest end, so it stays flat however 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from sqlalchemy import (
     Integer,
+    Table,
     Text,
     and_,
     bindparam,
@@ -24,11 +25,9 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import Insert
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.sql.elements import ColumnElement
 
-from ..models import AgentConfig, ExecutionRecord, ExecutionStats, trusted
+from ..models import AgentConfig, ExecutionStats, trusted
 from ..schema import (
     UtcDateTime,
     agent_labels,
@@ -39,7 +38,7 @@ from ..schema import (
     versions_archive,
 )
 from ..schema import version_stats as stats_table
-from ..sqlexec import Cursor, Prepared
+from ..sqlexec import Prepared
 from ..versioning import AgentVersion, LabelMove, version_of
 from .statements import CONFIG_COLUMNS
 
@@ -231,29 +230,8 @@ _of_stats = (
     stats_table.c.agent_id == bindparam("agent_id"),
     stats_table.c.version == bindparam("version"),
 )
-_run_time = bindparam("timestamp", type_=UtcDateTime())
-#: Move one version's counters for one run (no row: its first run, ``INSERT_STATS``).
-BUMP_STATS: Final = Prepared(
-    update(stats_table)
-    .where(*_of_stats)
-    .values(
-        runs=stats_table.c.runs + 1,
-        successes=stats_table.c.successes + bindparam("succeeded", type_=Integer()),
-        errors=stats_table.c.errors + bindparam("failed", type_=Integer()),
-        duration_total=stats_table.c.duration_total + bindparam("duration"),
-        last_executed_at=case(
-            (
-                or_(
-                    stats_table.c.last_executed_at.is_(None),
-                    stats_table.c.last_executed_at < _run_time,
-                ),
-                _run_time,
-            ),
-            else_=stats_table.c.last_executed_at,
-        ),
-    )
-)
-_STATS_KEYS: Final = (
+RUN_TIME = bindparam("timestamp", type_=UtcDateTime())
+STATS_KEYS: Final = (
     "agent_id",
     "version",
     "runs",
@@ -262,14 +240,16 @@ _STATS_KEYS: Final = (
     "duration_total",
     "last_executed_at",
 )
-INSERT_STATS: Final = Prepared(insert(stats_table), columns=_STATS_KEYS)
 
 
-def count_run(agent_id: Any, version: Any) -> Insert:
-    """PostgreSQL: one run of ``version`` counted, its first inserting the version's row (the
-    parameters of ``BUMP_STATS``); the two may be columns of a statement it is part of."""
-    counted = postgresql_insert(stats_table).from_select(
-        list(_STATS_KEYS),
+def count_run(insert_of: Callable[[Table], Any], agent_id: Any, version: Any) -> Any:
+    """One run of ``version`` counted, its first inserting the version's row: the one upsert
+    (``INSERT ... ON CONFLICT DO UPDATE``) of every engine that has one, built by the engine's
+    ``insert_of`` (its dialect's ``insert``). Parameters ``succeeded``, ``failed``,
+    ``duration``, ``timestamp``; ``agent_id`` and ``version`` may be parameters, or columns of
+    a statement it is part of (``engines.postgresql.RECORD_AT_ONCE``)."""
+    counted = insert_of(stats_table).from_select(
+        list(STATS_KEYS),
         select(
             agent_id,
             version,
@@ -277,9 +257,10 @@ def count_run(agent_id: Any, version: Any) -> Insert:
             bindparam("succeeded", type_=Integer()),
             bindparam("failed", type_=Integer()),
             bindparam("duration", type_=stats_table.c.duration_total.type),
-            _run_time,
+            RUN_TIME,
         ),
     )
+    last, ran = stats_table.c.last_executed_at, counted.excluded.last_executed_at
     return counted.on_conflict_do_update(
         index_elements=[stats_table.c.agent_id, stats_table.c.version],
         set_={
@@ -287,9 +268,7 @@ def count_run(agent_id: Any, version: Any) -> Insert:
             "successes": stats_table.c.successes + counted.excluded.successes,
             "errors": stats_table.c.errors + counted.excluded.errors,
             "duration_total": stats_table.c.duration_total + counted.excluded.duration_total,
-            "last_executed_at": func.greatest(
-                stats_table.c.last_executed_at, counted.excluded.last_executed_at
-            ),
+            "last_executed_at": case((or_(last.is_(None), last < ran), ran), else_=last),
         },
     )
 
@@ -373,30 +352,3 @@ def stats_from_rows(
         )
         for row in rows
     }
-
-
-def bump_stats(cursor: Cursor, agent_id: int, version: int, record: ExecutionRecord) -> None:
-    """Count one run of ``version`` (in the run's transaction; on PostgreSQL, ``count_run`` is
-    part of the run's one statement: ``recording``)."""
-    success, duration, timestamp = record.success, record.duration_seconds, record.timestamp
-    values = {
-        "agent_id": agent_id,
-        "version": version,
-        "succeeded": int(success),
-        "failed": int(not success),
-        "duration": duration,
-        "timestamp": timestamp,
-    }
-    if cursor.execute(BUMP_STATS, values) == 0:
-        cursor.execute(
-            INSERT_STATS,
-            {
-                "agent_id": agent_id,
-                "version": version,
-                "runs": 1,
-                "successes": int(success),
-                "errors": int(not success),
-                "duration_total": duration,
-                "last_executed_at": timestamp,
-            },
-        )

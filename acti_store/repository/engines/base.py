@@ -1,0 +1,152 @@
+"""``EngineStrategy``: what differs between the database engines the repository runs on.
+
+The repository (``sql``) and its helpers (``transaction``, ``search``, ``paging``, ``bulk``)
+never ask which engine they run on: they read this strategy's flags and call its methods. The
+defaults here are the portable ones (plain SQL every engine runs); an engine's module overrides
+what it does otherwise. Connection policy (``acti_store.engine``) and error codes
+(``acti_store.dberrors``) are per-engine functions of their own modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import Select
+from sqlalchemy.sql.elements import ColumnElement
+
+from ...models import ExecutionRecord
+from ...sqlexec import Cursor, Prepared
+from ..recording import record_run
+from ..statements import EXPORT_RECORDS
+
+T = TypeVar("T")
+
+
+class Write(Protocol):
+    """``SqlAgentRepository._write``: ``work`` in one write transaction, retried; ``then``
+    checks the result of each attempt."""
+
+    def __call__(
+        self,
+        work: Callable[[Cursor], T],
+        *,
+        then: Callable[[T], None] | None = ...,
+    ) -> T: ...
+
+
+class Read(Protocol):
+    """``SqlAgentRepository._read``: ``work`` in one read, its errors translated."""
+
+    def __call__(self, work: Callable[[Cursor], T]) -> T: ...
+
+
+class TextIndex(Protocol):
+    """An engine's own text index of the agents' name and description, probed before a search
+    (SQLite's FTS5 trigram index). The search tests every word with ``LIKE`` where there is none.
+    """
+
+    #: The shortest word the index serves.
+    min_word: int
+    #: The agents the index may not hold with their current text: a search tests them itself.
+    changed_ids: Select[Any]
+
+    def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
+        """The ids of the agents outside ``changed_ids`` whose indexed text holds every one of
+        ``words``; None when they are too many to be worth an id list (common words)."""
+        ...
+
+
+class EngineStrategy:
+    """One database engine, as the repository runs on it. Subclasses: one per engine
+    (``engines.sqlite``, ``engines.postgresql``), chosen by ``engines.strategy_for``."""
+
+    #: The SQLAlchemy dialect name (``Dialect.name``) of the engine.
+    name: ClassVar[str]
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    #: The first statement of a read transaction that must see one snapshot, in a transaction
+    #: the driver opened (the export's) or with ``reads_in_autocommit`` unset.
+    begin_snapshot: ClassVar[str | None] = None
+    #: The same, as one statement that opens the transaction (reads in autocommit).
+    begin_snapshot_statement: ClassVar[str | None] = None
+    #: The first statement of a write transaction (None: the driver's own BEGIN).
+    begin_write: ClassVar[str | None] = None
+    #: Reads run with the driver in autocommit: a read of one statement is one round trip.
+    reads_in_autocommit: ClassVar[bool] = False
+    #: The lock wait is the connection's (not the transaction's): set it before BEGIN and put it
+    #: back after, and discard the connection when that fails.
+    lock_wait_per_connection: ClassVar[bool] = False
+    #: A transaction with no ``begin`` of ours is still one to commit (the driver opened it).
+    driver_begins: ClassVar[bool] = True
+    #: Writes may run in the driver's pipeline mode (psycopg).
+    pipelines: ClassVar[bool] = False
+    #: The coroutines run on an async engine of the store's URL (else on the store's threads).
+    async_engine: ClassVar[bool] = False
+
+    def read_begin(self, snapshot: bool) -> str | None:
+        """The first statement of a read (``snapshot``: of several statements)."""
+        if self.reads_in_autocommit:
+            return self.begin_snapshot_statement if snapshot else None
+        return self.begin_snapshot if snapshot else None
+
+    def lock_wait_sql(self, seconds: float) -> str:
+        """The statement after which a lock wait gives up after ``seconds``."""
+        raise NotImplementedError
+
+    def driver_connection(self, connection: Any) -> Any:
+        """The DBAPI connection of a fast-path ``connection`` (``sqlexec.Connections``), whose
+        autocommit and pipeline mode a transaction sets."""
+        return connection.dbapi_connection
+
+    def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
+        """The fast path's ``Cursor`` on ``raw_cursor`` of ``connection``, with the engine's
+        bulk loading (none by default: row by row) and the driver's connection, which the fast
+        path tunes per statement (psycopg's prepare threshold)."""
+        return Cursor(raw_cursor, dialect, driver=connection.driver_connection)
+
+    # -- search ------------------------------------------------------------------------------------
+
+    #: The engine's text index probed before a search (None: every word is tested by ``LIKE``).
+    text_index: ClassVar[TextIndex | None] = None
+
+    def filter_column(self, col: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``col`` as a search filter that walks the sort's index reads it."""
+        return col
+
+    # -- runs --------------------------------------------------------------------------------------
+
+    #: One run of a version counted (``version_statements.count_run`` built on the engine's
+    #: ``insert``), of parameters ``agent_id`` and ``version``: ``recording.record_run``.
+    count_run: ClassVar[Prepared | None] = None
+
+    def record_execution(
+        self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None
+    ) -> None:
+        """Record a run of agent ``name`` (of ``version``, else its current one): counters,
+        record, the version's counters, the FIFO trim; raises ``AgentNotFoundError`` or
+        ``VersionNotFoundError`` with nothing written."""
+        count_run = self.count_run
+        if count_run is None:
+            raise NotImplementedError(f"{self.name}: no statement counts a version's runs")
+        write(lambda cursor: record_run(cursor, name, record, version, count_run))
+
+    # -- export and bulk loading -------------------------------------------------------------------
+
+    def export_records(
+        self, cursor: Cursor, ids: list[int], page: dict[str, Any]
+    ) -> list[Sequence[Any]]:
+        """The history records of an export page (agents ``ids``, read by ``page``'s bounds),
+        by agent id, newest first (``statements.export_page``)."""
+        return cursor.all(EXPORT_RECORDS, page)
+
+    def taken_names(self, cursor: Cursor, names: list[str]) -> dict[str, Sequence[Any]] | None:
+        """The id rows of ``names`` already taken, asked at once; None: the import asks per
+        item (as cheaply, on an engine without round trips)."""
+        return None
+
+    def after_bulk_put(self, engine: Engine, written: int) -> None:
+        """After a committed import of ``written`` agents (the engine's statistics)."""

@@ -1,0 +1,245 @@
+"""PostgreSQL: a store on a server (``postgresql+psycopg://...``), on psycopg 3.
+
+What it does its own way: reads run with the driver in autocommit (one round trip for a read of
+one statement; ``BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`` for a snapshot), writes in
+psycopg's pipeline mode with ``SET LOCAL lock_timeout``; a run is recorded by one statement of
+data-modifying CTEs (``RECORD_AT_ONCE``) with the upsert of its version's counters
+(``version_statements.count_run``), sent with the FIFO trim in one round trip; lists of values
+go as one array (``= ANY``); bulk loading streams rows by ``COPY`` and gathers the statistics
+after a large import; the coroutines run on an async engine of the store's URL. Its text search
+is served by the pg_trgm indexes of revision 0003 (no probe: every word is tested by ``LIKE``).
+Connection policy: ``acti_store.engine``; error codes: ``acti_store.dberrors``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any, Final
+
+from sqlalchemy import (
+    Engine,
+    Integer,
+    String,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.engine import Dialect
+
+from ...engine import POSTGRES_BEGIN_SNAPSHOT, POSTGRES_BEGIN_SNAPSHOT_STATEMENT, lock_wait_sql
+from ...models import ExecutionRecord
+from ...schema import Counter, agents, executions
+from ...sqlexec import Answer, Compiled, Cursor, Prepared
+from ..recording import (
+    RUN_COUNTERS,
+    TRIM_BY_NAME,
+    could_run,
+    counter_values,
+    why_unrecorded,
+)
+from ..statements import BY_NAME, EXECUTION_COLUMNS, record_values, records_of
+from ..version_statements import count_run
+from .base import EngineStrategy, Read, Write
+
+logger = logging.getLogger(__name__)
+
+#: An import that writes at least this share of the agents already stored has PostgreSQL
+#: gather the tables' statistics at once (autovacuum's default scale factor, without its wait):
+#: a search planned on the statistics of a much smaller store walks the wrong index.
+ANALYZE_SHARE: Final = 0.1
+
+# -- runs ------------------------------------------------------------------------------------------
+
+
+#: The version a run is pinned to (``could_run``): a 64-bit integer like the version column it is
+#: compared with (the dialect casts it: typed when None). An ``Integer`` here made PostgreSQL
+#: refuse no run but record none pinned past 2**31 - 1 (issue 25).
+_pinned = bindparam("pinned", type_=Counter)
+#: The agent's counters moved, where the pinned version (if any) exists; its id and the version
+#: that ran.
+_bumped = (
+    update(agents)
+    .where(BY_NAME, or_(_pinned.is_(None), _pinned.between(1, agents.c.version)))
+    .values(RUN_COUNTERS)
+    .returning(agents.c.id, func.coalesce(_pinned, agents.c.version).label("ran"))
+    .cte("bumped")
+)
+_inserted = insert(executions).from_select(
+    ["agent_id", "agent_name", *(c.name for c in EXECUTION_COLUMNS), "agent_version"],
+    select(
+        _bumped.c.id,
+        bindparam("name", type_=String()),
+        *(bindparam(c.name, type_=c.type) for c in EXECUTION_COLUMNS),
+        _bumped.c.ran,
+    ),
+)
+#: A run counted for its agent and its version, and its record inserted; returns the agent's id
+#: (no row: nothing was recorded).
+RECORD_AT_ONCE: Final = Prepared(
+    select(_bumped.c.id).add_cte(
+        _inserted.cte("inserted"),
+        count_run(postgresql_insert, _bumped.c.id, _bumped.c.ran).cte("counted"),
+    )
+)
+
+
+def send_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> Answer:
+    """``recording.record_run`` sent without waiting for an answer (``pinned``: ``could_run``):
+    one statement does all but the trim, and the trim follows it in the same transaction, both
+    sent at once: one round trip. The trim is a statement of its own because a CTE's statements
+    share one snapshot: it would not see the record just inserted, nor one a concurrent run of
+    the agent committed while this one waited for the row lock. The answer has a row when the
+    run was recorded; else ``recording.why_unrecorded`` says why."""
+    values = record_values(0, name, record) | counter_values(record)
+    values |= {"name": name, "pinned": pinned, "duration": record.duration_seconds}
+    answer = cursor.later(RECORD_AT_ONCE, values)
+    cursor.send(TRIM_BY_NAME, {"name": name})
+    return answer
+
+
+# -- lists of values -------------------------------------------------------------------------------
+
+#: The ids of those of a list of names that are taken (``= ANY`` of one array).
+IDS_BY_NAME: Final = Prepared(
+    select(agents.c.id, agents.c.name).where(
+        agents.c.name == func.any(bindparam("names", type_=postgresql.ARRAY(String())))
+    )
+)
+#: The export's records of a page's ids (a prepared statement's generic plan of the page's
+#: subquery expects a page of any size and reads every record: 40 ms a page at 100,000 agents,
+#: not 1).
+EXPORT_RECORDS_OF: Final = records_of(
+    executions.c.agent_id == func.any(bindparam("ids", type_=postgresql.ARRAY(Integer())))
+)
+
+# -- bulk loading ----------------------------------------------------------------------------------
+
+#: The fewest rows ``copy_rows`` sends as one ``COPY``.
+COPY_MIN_ROWS: Final = 16
+_INSERT_VALUES: Final = re.compile(
+    r"INSERT INTO (?P<table>\S+) \((?P<columns>[^)]*)\) VALUES \((?P<values>.*?)\)"
+    r"(?: RETURNING [^()]*)?",
+    re.S,
+)
+#: A parameter of the psycopg dialect's SQL, with its cast.
+_PLACEHOLDER: Final = re.compile(r"%\((\w+)\)s(?:::[A-Z ]+)?")
+
+
+def copy_rows(raw_cursor: Any, compiled: Compiled, rows: Sequence[Mapping[str, Any]]) -> bool:
+    """``Cursor.executemany``'s bulk load: a plain INSERT of ``COPY_MIN_ROWS`` rows or more on
+    psycopg goes as one ``COPY``, the rows streamed in with no statement per row (``COPY`` has
+    no RETURNING: ids are not read). False (nothing done) for fewer rows, another driver, or a
+    statement that is not such an INSERT (``copy_sql``)."""
+    if len(rows) < COPY_MIN_ROWS or not hasattr(raw_cursor, "copy"):
+        return False
+    copy = copy_sql(compiled)
+    if copy is None:
+        return False
+    with raw_cursor.copy(copy) as stream:
+        for row in rows:
+            stream.write_row(compiled.values(row))
+    return True
+
+
+def copy_sql(compiled: Compiled) -> str | None:
+    """This ``INSERT ... VALUES`` of one row as a ``COPY ... FROM STDIN`` of its columns, in the
+    plan's order (``Compiled.values``); None for other statements and for values that are not
+    the plan's parameters one by one (literal ones, expressions)."""
+    return _copy_sql(compiled.sql, compiled.names)
+
+
+@cache
+def _copy_sql(sql: str, names: tuple[str, ...]) -> str | None:
+    match = _INSERT_VALUES.fullmatch(sql)
+    if match is None:
+        return None
+    plain = [_PLACEHOLDER.fullmatch(v) for v in match["values"].split(", ")]
+    if tuple(m[1] if m else None for m in plain) != names:
+        return None
+    if names != tuple(match["columns"].split(", ")):
+        return None
+    return f"COPY {match['table']} ({match['columns']}) FROM STDIN"
+
+
+# -- statistics ------------------------------------------------------------------------------------
+
+#: The agents table's estimated rows (-1: never analyzed) and its rows changed since its last
+#: analysis (the server's count, reported at the end of each transaction).
+_SINCE_ANALYZED: Final = text(
+    "SELECT c.reltuples, s.n_mod_since_analyze FROM pg_catalog.pg_class c "
+    "LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid "
+    "WHERE c.oid = 'agents'::regclass"
+)
+
+
+def refresh_statistics(engine: Engine, written: int) -> None:
+    """After an import of ``written`` agents: ANALYZE the agents and their tags when the agents
+    changed since their last analysis (this import's, and what the server counted before it)
+    are ``ANALYZE_SHARE`` of the store or more, or the tables were never analyzed: autovacuum's
+    rule, without its wait. The import is committed already: a failure here is logged, not
+    raised."""
+    if not written:
+        return
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            found: Any = conn.execute(_SINCE_ANALYZED).one()
+            rows, changed = float(found[0]), max(int(found[1] or 0), written)
+            if rows < 0 or changed >= ANALYZE_SHARE * rows:
+                conn.execute(text("ANALYZE agents, agent_tags"))
+    except Exception:
+        logger.warning("could not gather the statistics of the imported agents", exc_info=True)
+
+
+# -- the strategy ----------------------------------------------------------------------------------
+
+
+class PostgresqlEngine(EngineStrategy):
+    name = "postgresql"
+    begin_snapshot = POSTGRES_BEGIN_SNAPSHOT
+    begin_snapshot_statement = POSTGRES_BEGIN_SNAPSHOT_STATEMENT
+    reads_in_autocommit = True
+    pipelines = True
+    async_engine = True
+
+    def lock_wait_sql(self, seconds: float) -> str:
+        return lock_wait_sql(False, seconds)
+
+    def record_execution(
+        self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None
+    ) -> None:
+        if not could_run(version):  # no agent has such a version: raises why
+            read(lambda cursor: why_unrecorded(cursor, name, version))
+            return
+
+        def recorded(answer: Answer) -> None:
+            if not answer.rows:  # raises why, or TryAgain (a pinned version made meanwhile)
+                read(lambda cursor: why_unrecorded(cursor, name, version))
+
+        write(lambda cursor: send_run(cursor, name, record, version), then=recorded)
+
+    def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
+        return Cursor(raw_cursor, dialect, driver=connection.driver_connection, load=copy_rows)
+
+    def export_records(
+        self, cursor: Cursor, ids: list[int], page: dict[str, Any]
+    ) -> list[Sequence[Any]]:
+        return cursor.all(EXPORT_RECORDS_OF, {"ids": ids})
+
+    def taken_names(self, cursor: Cursor, names: list[str]) -> dict[str, Sequence[Any]] | None:
+        """One round trip for a chunk, not one per item (None when a name comes twice: each
+        asks when its turn comes)."""
+        if len(set(names)) < len(names):
+            return None
+        return {row[1]: row for row in cursor.all(IDS_BY_NAME, {"names": names})}
+
+    def after_bulk_put(self, engine: Engine, written: int) -> None:
+        refresh_statistics(engine, written)

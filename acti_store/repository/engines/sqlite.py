@@ -1,0 +1,125 @@
+"""SQLite: the engine of the default store, a file (``sqlite:///...``) on the stdlib driver.
+
+What it does its own way: it runs one writer at a time, so a write opens with ``BEGIN
+IMMEDIATE`` and a read of several statements with ``BEGIN`` (the driver opens none: the
+connection policy, ``acti_store.engine``); the busy timeout is the connection's; the fast path
+keeps the driver's own connections; search filters skip their indexes (``+column``) and text
+queries probe the FTS5 trigram index first (``FtsTrigramIndex``); many rows go in as one
+multi-row ``VALUES`` (``rows_sql``). Runs are recorded in a few statements on one connection,
+which costs no round trips; the version's counters by the upsert PostgreSQL shares
+(``COUNT_RUN``). Error codes: ``acti_store.dberrors``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, Final
+
+from sqlalchemy import Integer, bindparam, column, literal_column, select, table, text
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import Select
+from sqlalchemy.sql.elements import ColumnElement
+
+from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, lock_wait_sql
+from ...schema import agents, version_stats
+from ...sqlexec import Compiled, Cursor, Prepared
+from ..version_statements import count_run
+from .base import EngineStrategy
+
+#: The trigram index serves words of at least three characters.
+FTS_MIN_WORD: Final = 3
+#: How many index matches a search collects before it treats its words as common.
+FTS_PROBE_CAP: Final = 1000
+
+# The text index, as Alembic revisions 0003 and 0004 left it (migrations/versions/).
+# 0003_search made ``agents_fts``, an FTS5 trigram index of the agents' name and description.
+# 0004_search_log feeds it through ``agents_fts_log``: triggers log the id of each changed agent
+# (with the text the index holds for it), and every 256 entries the log is moved into the index.
+# Its invariant, which the two statements below rely on: an agent whose id is not in the log is
+# indexed with its current text; an id in the log may be indexed with an older text, or not at all.
+# A revision that changes either table or its triggers must keep this strategy in step.
+
+#: Agents changed since the index last took in its log: search checks their current text itself.
+_FTS_LOGGED: Final[Select[tuple[Any]]] = select(column("agent_id")).select_from(
+    table("agents_fts_log")
+)
+#: Agents outside the log whose indexed text matches a MATCH expression, up to the cap.
+_FTS_PROBE: Final = Prepared(
+    text(
+        "SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query "
+        f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
+    )
+)
+
+
+#: A single-row ``INSERT ... VALUES (?, ...)`` (qmark parameters), RETURNING or not.
+_SINGLE_ROW_VALUES: Final = re.compile(
+    r"(?P<head>INSERT INTO .*? VALUES )(?P<group>\((?:\?, )*\?\))(?P<tail>(?: RETURNING .*)?)", re.S
+)
+
+
+def rows_sql(compiled: Compiled, count: int) -> str | None:
+    """``compiled``, a single-row ``INSERT ... VALUES (?, ...)``, for ``count`` rows at once (one
+    VALUES group per row, parameters in row order); None for other statements. One statement
+    instead of one per row matters on SQLite beyond the round trips: the full-text index (fed by
+    a trigger) writes out its pending terms after every statement."""
+    return _rows_sql(compiled.sql, count) if compiled.positional else None
+
+
+@cache
+def _rows_sql(sql: str, count: int) -> str | None:
+    match = _SINGLE_ROW_VALUES.fullmatch(sql)
+    if match is None:
+        return None
+    return match["head"] + ", ".join([match["group"]] * count) + match["tail"]
+
+
+class FtsTrigramIndex:
+    """``agents_fts``, probed for the words of three characters or more, up to
+    ``FTS_PROBE_CAP`` matches among the agents outside the log (``search._text_values``)."""
+
+    min_word: int = FTS_MIN_WORD
+    changed_ids: Select[Any] = _FTS_LOGGED
+
+    def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
+        phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
+        found = [row[0] for row in cursor.all(_FTS_PROBE, {"fts_query": phrases})]
+        return found if len(found) < FTS_PROBE_CAP else None
+
+
+#: One run of a version counted: the upsert every engine with one shares.
+COUNT_RUN: Final = Prepared(
+    count_run(
+        sqlite_insert,
+        bindparam("agent_id", type_=Integer()),
+        bindparam("version", type_=version_stats.c.version.type),
+    )
+)
+
+
+class SqliteEngine(EngineStrategy):
+    name = "sqlite"
+    begin_snapshot = SQLITE_BEGIN_READ
+    begin_snapshot_statement = SQLITE_BEGIN_READ
+    begin_write = SQLITE_BEGIN_WRITE
+    lock_wait_per_connection = True
+    driver_begins = False
+    text_index = FtsTrigramIndex()
+    count_run = COUNT_RUN
+
+    def lock_wait_sql(self, seconds: float) -> str:
+        return lock_wait_sql(True, seconds)
+
+    def driver_connection(self, connection: Any) -> Any:
+        return connection  # a kept connection is the driver's own (never autocommit here)
+
+    def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
+        return Cursor(raw_cursor, dialect, rows_sql=rows_sql)  # nothing tuned per statement
+
+    def filter_column(self, col: ColumnElement[Any]) -> ColumnElement[Any]:
+        """Without statistics SQLite's planner would rather drive from a filter's index and
+        sort everything it matched: ``+col`` (no index: documented SQLite idiom)."""
+        return literal_column(f"+{agents.name}.{col.key}", col.type)
