@@ -61,13 +61,6 @@ SQLITE_WAL_SIZE_LIMIT: Final = 64 * 2**20
 #: path on DBAPI connections.
 SQLITE_BEGIN_READ: Final = "BEGIN"
 SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
-#: The first statement of a PostgreSQL transaction that reads with several statements and must
-#: see one snapshot (an export, a history with its totals): READ COMMITTED, the default, gives
-#: each statement its own. A read-only REPEATABLE READ transaction never blocks writers and never
-#: fails on their account. Single-statement reads do without it (one round trip fewer).
-POSTGRES_BEGIN_SNAPSHOT: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-#: The same as one statement, for a connection in autocommit (no BEGIN of the driver's own).
-POSTGRES_BEGIN_SNAPSHOT_STATEMENT: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 #: A pooled PostgreSQL connection idle for longer than this (seconds) is pinged, one round trip,
 #: before it is used again; one used more recently is checked without a round trip
 #: (``_postgresql_checkout``).
@@ -193,19 +186,17 @@ def alembic_config(url: URL | None = None, schema: str | None = None) -> Config:
     return cfg
 
 
-def lock_wait_sql(sqlite: bool, seconds: float) -> str:
-    """The statement after which a lock wait gives up after ``seconds`` (at least 1 ms: 0 means
-    "never wait" to SQLite, "wait forever" to PostgreSQL). SQLite: the connection's busy timeout.
-    PostgreSQL: ``SET LOCAL``, this transaction only (run it first in the transaction)."""
-    ms = max(1, round(seconds * 1000))
-    return f"PRAGMA busy_timeout = {ms}" if sqlite else f"SET LOCAL lock_timeout = {ms}"
+def wait_ms(seconds: float) -> int:
+    """A lock wait in whole milliseconds, at least 1: 0 means "never wait" to SQLite's busy
+    timeout and "wait forever" to PostgreSQL's ``lock_timeout``."""
+    return max(1, round(seconds * 1000))
 
 
 def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     # We issue BEGIN ourselves (see _sqlite_begin): the driver must not.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(lock_wait_sql(True, lock_timeout))
+    cursor.execute(f"PRAGMA busy_timeout = {wait_ms(lock_timeout)}")
     if _empty_or_a_store(cursor):
         _enable_wal(cursor, lock_timeout)
     cursor.execute("PRAGMA synchronous = NORMAL")
@@ -228,7 +219,7 @@ def postgresql_session_sql(
     which PostgreSQL always searches first); a table of the application's in another schema is
     out of reach, even when the store's schema is empty or missing.
     """
-    statements = [f"SET lock_timeout = {max(1, round(lock_timeout * 1000))}"]
+    statements = [f"SET lock_timeout = {wait_ms(lock_timeout)}"]
     if read_only:
         statements.append("SET SESSION default_transaction_read_only = on")
     if schema is not None:
@@ -474,10 +465,18 @@ _URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
 def store_location(url: URL) -> str:
     """Where the store at ``url`` is, for people: a SQLite file's absolute path, else the URL
     without its password (libpq also takes one from the query string: dropped too)."""
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        return str(sqlite_path(url.database or "").resolve())
+    if (path := store_file(url)) is not None:
+        return str(path.resolve())
     secrets = [key for key in url.query if key.lower() in _URL_SECRET_PARAMETERS]
     return url.difference_update_query(secrets).render_as_string(hide_password=True)
+
+
+def store_file(url: URL) -> Path | None:
+    """The file the store at ``url`` is kept in (a SQLite file), else None (a server's store)."""
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    return sqlite_path(database)
 
 
 def sqlite_path(database: str) -> Path:
@@ -491,7 +490,7 @@ def _sqlite_reader(dbapi_connection: Any, lock_timeout: float) -> None:
     """The connection policy of a read-only store: no WAL switch, and no writes at all."""
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(lock_wait_sql(True, lock_timeout))
+    cursor.execute(f"PRAGMA busy_timeout = {wait_ms(lock_timeout)}")
     cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     cursor.execute("PRAGMA query_only = ON")
     cursor.close()

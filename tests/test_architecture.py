@@ -176,10 +176,8 @@ ENGINE_MODULES: Final = "acti_store/repository/engines/"
 _ENGINE_QUESTION: Final = re.compile(
     r"sqlite|postgres|mariadb|mysql|dialect\.name|get_backend_name", re.IGNORECASE
 )
-#: Conditions on the engine known to remain outside the engine modules, by file: each to go.
-#: ``cli/options.py``: a read-only command refuses a SQLite file that does not exist (before the
-#: store opens: no strategy yet); it belongs with the connection policy (``acti_store.engine``).
-KNOWN_ENGINE_QUESTIONS: Final = {"acti_store/cli/options.py": 1}
+#: Conditions on the engine known to remain outside the engine modules, by file: none left.
+KNOWN_ENGINE_QUESTIONS: Final[dict[str, int]] = {}
 
 
 def _engine_questions(path: Path) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any, Final
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..bootstrap import open_repository
-from ..engine import DEFAULT_URL, ENV_SCHEMA, ENV_URL, resolve_url, sqlite_path
+from ..engine import DEFAULT_URL, ENV_SCHEMA, ENV_URL, resolve_url, store_file
 from ..repository import AgentRepository, SqlAgentRepository
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
@@ -137,13 +137,10 @@ def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
     SQLite file that does not exist it raises ``CommandFailed`` saying how to make a store.
     """
     if getattr(args, "only_reads", False):
-        url = resolve_url(args.url)
-        database = url.database or ""
-        if url.get_backend_name() == "sqlite" and database not in ("", ":memory:"):
-            path = sqlite_path(database)
-            if not path.exists():
-                command = "acti-store" if args.url is None else f"acti-store --url {args.url}"
-                raise CommandFailed(NO_STORE.format(path=path, command=command))
+        path = store_file(resolve_url(args.url))
+        if path is not None and not path.exists():
+            command = "acti-store" if args.url is None else f"acti-store --url {args.url}"
+            raise CommandFailed(NO_STORE.format(path=path, command=command))
     return open_repository(
         args.url, schema=args.schema, read_only=getattr(args, "read_only", False)
     )

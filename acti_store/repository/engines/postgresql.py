@@ -35,7 +35,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.engine import Dialect
 
-from ...engine import POSTGRES_BEGIN_SNAPSHOT, POSTGRES_BEGIN_SNAPSHOT_STATEMENT, lock_wait_sql
+from ...engine import wait_ms
 from ...models import ExecutionRecord
 from ...schema import Counter, agents, executions
 from ...sqlexec import Answer, Compiled, Cursor, Prepared
@@ -181,6 +181,15 @@ _SINCE_ANALYZED: Final = text(
 )
 
 
+#: The first statement of a PostgreSQL transaction that reads with several statements and must
+#: see one snapshot (an export, a history with its totals): READ COMMITTED, the default, gives
+#: each statement its own. A read-only REPEATABLE READ transaction never blocks writers and never
+#: fails on their account. Single-statement reads do without it (one round trip fewer).
+POSTGRES_BEGIN_SNAPSHOT: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+#: The same as one statement, for a connection in autocommit (no BEGIN of the driver's own).
+POSTGRES_BEGIN_SNAPSHOT_STATEMENT: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+
 def refresh_statistics(engine: Engine, written: int) -> None:
     """After an import of ``written`` agents: ANALYZE the agents and their tags when the agents
     changed since their last analysis (this import's, and what the server counted before it)
@@ -211,7 +220,7 @@ class PostgresqlEngine(EngineStrategy):
     async_engine = True
 
     def lock_wait_sql(self, seconds: float) -> str:
-        return lock_wait_sql(False, seconds)
+        return f"SET LOCAL lock_timeout = {wait_ms(seconds)}"
 
     def record_execution(
         self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 
-from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, lock_wait_sql
+from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, wait_ms
 from ...schema import agents, version_stats
 from ...sqlexec import Compiled, Cursor, Prepared
 from ..version_statements import count_run
@@ -111,7 +111,7 @@ class SqliteEngine(EngineStrategy):
     count_run = COUNT_RUN
 
     def lock_wait_sql(self, seconds: float) -> str:
-        return lock_wait_sql(True, seconds)
+        return f"PRAGMA busy_timeout = {wait_ms(seconds)}"
 
     def driver_connection(self, connection: Any) -> Any:
         return connection  # a kept connection is the driver's own (never autocommit here)
