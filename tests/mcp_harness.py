@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import httpx
 from mcp import ClientSession, StdioServerParameters
@@ -150,17 +150,20 @@ async def served(
             yield Served(session, log, url)
 
 
+#: A bare ``initialize`` request, as any HTTP client would send it.
+INITIALIZE: Final = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+
+
 def post_initialize(url: str, headers: dict[str, str] | None = None) -> httpx.Response:
-    """A bare ``initialize`` POST, as any HTTP client would send it."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "1"},
-        },
-    }
+    """A bare ``initialize`` POST (``INITIALIZE``)."""
     accept = {"Accept": "application/json, text/event-stream"}
-    return httpx.post(url, json=body, headers={**accept, **(headers or {})}, timeout=30)
+    return httpx.post(url, json=INITIALIZE, headers={**accept, **(headers or {})}, timeout=30)

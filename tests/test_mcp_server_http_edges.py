@@ -13,7 +13,7 @@ import httpx
 import pytest
 from mcp import types
 from mcp.server.streamable_http import EventMessage
-from mcp_harness import acti_store, free_port, http_process, http_session, server_env
+from mcp_harness import INITIALIZE, acti_store, free_port, http_process, http_session, server_env
 
 from acti_store.mcp_server.defaults import ENV_TOKEN
 from acti_store.mcp_server.events import RecentEvents
@@ -72,20 +72,7 @@ async def test_a_client_that_goes_away_leaves_no_traceback(server: Server) -> No
         assert (await session.list_tools()).tools
     # A stream opened by hand and dropped without a word.
     async with httpx.AsyncClient(timeout=30, headers=AUTH) as client:
-        init = await client.post(
-            server.url,
-            headers=JSON_POST,
-            json={
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "probe", "version": "1"},
-                },
-            },
-        )
+        init = await client.post(server.url, headers=JSON_POST, json=INITIALIZE)
         session_id = init.headers["mcp-session-id"]
         headers = {"mcp-session-id": session_id, "Accept": "text/event-stream"}
         async with client.stream("GET", server.url, headers=headers) as stream:

@@ -114,19 +114,7 @@ def test_printed_sql_of_the_last_step_brings_the_store_to_head(
     """The printed SQL is what a DBA would run: applied as printed, the store is at head."""
     command.upgrade(alembic_config(store_url), str(PREVIOUS))
     assert cli_main(["migrate", "--sql", "--url", store_url]) == 0
-    sql = capsys.readouterr().out
-    engine = sa.create_engine(store_url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            raw = conn.connection.dbapi_connection
-            assert raw is not None
-            if engine.dialect.name == "sqlite":
-                raw.executescript(sql)
-            else:
-                with raw.cursor() as cursor:
-                    cursor.execute(sql)
-    finally:
-        engine.dispose()
+    run_script(store_url, capsys.readouterr().out)
     assert revision(store_url) == [HEAD]
     assert cli_main(["migrate", "--check", "--url", store_url]) == 0
     repo = open_repository(store_url)

@@ -23,7 +23,7 @@ from ..engine import LOCK_TIMEOUT_DEFAULT
 from ..errors import AgentNotFoundError
 from ..models import TOOL_CATEGORIES, AgentConfig, ExecutionRecord, is_valid_name
 from ..repository import AgentRepository
-from ..repository.deadline import RETRY_PAUSE, RETRY_PAUSE_MAX
+from ..repository.deadline import pauses
 from ..tools import render
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
@@ -157,12 +157,11 @@ def _cmd_update(args: argparse.Namespace) -> int:
     (the CLI opens stores with the default), so concurrent tag edits never lose one."""
     repo = open_from_args(args)
     try:
-        deadline = time.monotonic() + LOCK_TIMEOUT_DEFAULT
-        pause = RETRY_PAUSE
         result = _update_once(repo, args)
-        while result[1].get("error") == "conflict" and time.monotonic() + pause < deadline:
+        for pause in pauses(time.monotonic() + LOCK_TIMEOUT_DEFAULT):
+            if result[1].get("error") != "conflict":
+                break
             time.sleep(pause)
-            pause = min(pause * 2, RETRY_PAUSE_MAX)
             result = _update_once(repo, args)
     finally:
         repo.close()

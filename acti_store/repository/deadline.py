@@ -11,7 +11,7 @@ the store changed under it raises ``TryAgain`` rather than looping on its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final, TypeVar
 
 from ..dberrors import is_lock_wait, is_retryable, locked_out, translated
@@ -51,13 +51,14 @@ def within_deadline(
     """
     start = time.monotonic()
     deadline = start + lock_timeout
-    pause = RETRY_PAUSE
+    schedule = pauses(deadline)
     lock_wait: float | None = None
     while True:
         try:
             return attempt(lock_wait)
         except TryAgain as again:
-            if time.monotonic() + pause >= deadline:
+            pause = next(schedule, None)
+            if pause is None:
                 raise again.error from None
         except Exception as exc:
             error = translated(exc, dbapi, name)
@@ -65,9 +66,19 @@ def within_deadline(
                 raise
             if not isinstance(error, StoreUnavailableError) or not is_retryable(exc):
                 raise error from exc
-            now = time.monotonic()
-            if now + pause >= deadline:
-                raise (locked_out(now - start) if is_lock_wait(exc) else error) from exc
+            pause = next(schedule, None)
+            if pause is None:
+                waited = time.monotonic() - start
+                raise (locked_out(waited) if is_lock_wait(exc) else error) from exc
         sleep(pause)
-        pause = min(pause * 2, RETRY_PAUSE_MAX)
         lock_wait = deadline - time.monotonic()
+
+
+def pauses(deadline: float) -> Iterator[float]:
+    """The pauses between the attempts of one call: ``RETRY_PAUSE`` doubling up to
+    ``RETRY_PAUSE_MAX``, each asked for when it is due, while one still ends before ``deadline``
+    (a ``time.monotonic()`` reading)."""
+    pause = RETRY_PAUSE
+    while time.monotonic() + pause < deadline:
+        yield pause
+        pause = min(pause * 2, RETRY_PAUSE_MAX)
