@@ -177,12 +177,12 @@ def test_an_answer_read_with_the_commit_is_still_checked(pg_repo: SqlAgentReposi
     def work(name: str) -> Callable[[Cursor], Answer]:
         return lambda cursor: cursor.later(describe, {"name": name, "text": "New"}, rowcount=1)
 
-    answer = pg_repo._write(work("lead_qualifier"))
+    answer = pg_repo._core.write(work("lead_qualifier"))
     assert answer.rowcount == 1 and len(answer.rows) == 1
     assert pg_repo.get("lead_qualifier").description == "New"
     # The invariant a caller states (one row changed) fails loudly, not silently.
     with pytest.raises(AssertionError, match="changed 0 rows, not 1"):
-        pg_repo._write(work("nobody"))
+        pg_repo._core.write(work("nobody"))
 
 
 def test_a_read_in_a_pipelined_write_gets_its_own_answer(pg_repo: SqlAgentRepository) -> None:
@@ -200,7 +200,7 @@ def test_a_read_in_a_pipelined_write_gets_its_own_answer(pg_repo: SqlAgentReposi
             names.append(agent_from_row(row).name if row else "")
         return names
 
-    assert pg_repo._write(work) == ["lead_qualifier"] * 10
+    assert pg_repo._core.write(work) == ["lead_qualifier"] * 10
 
 
 def test_pipelined_writes_keep_their_transaction_and_their_results(

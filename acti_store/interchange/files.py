@@ -22,7 +22,7 @@ from ..documents import (
 )
 from ..errors import AgentNotFoundError
 from ..models import Agent, ExecutionHistory, is_valid_name
-from ..repository import AgentRepository
+from ..repository import RepositoryPort
 from .folder import SUFFIX, Folder
 
 HISTORY_SUFFIX: Final = "_history.json"
@@ -78,7 +78,7 @@ def has_history(history: ExecutionHistory | None) -> bool:
     return history is not None and bool(history.executions or history.total_executions)
 
 
-def shadowed_by_history(repo: AgentRepository, name: str) -> str | None:
+def shadowed_by_history(repo: RepositoryPort, name: str) -> str | None:
     """The agent whose history file has the name of ``name``'s agent file, if that agent has a
     history: agents ``x`` and ``x_history`` both want ``x_history.json``, and the history wins."""
     owner = name.removesuffix("_history")

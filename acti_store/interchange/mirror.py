@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import AgentNotFoundError, AgentStoreError
 from ..models import is_valid_name
-from ..repository import AgentRepository
+from ..repository import RepositoryPort
 from .files import (
     agent_file_name,
     history_file_name,
@@ -39,7 +39,7 @@ class JsonMirror:
     def files_for(self, name: str) -> tuple[Path, Path]:
         return self.directory / agent_file_name(name), self.directory / history_file_name(name)
 
-    def sync(self, repo: AgentRepository, names: Iterable[str]) -> None:
+    def sync(self, repo: RepositoryPort, names: Iterable[str]) -> None:
         try:
             with Folder(self.directory, create=True) as folder, folder.locked():
                 for name in names:
@@ -48,7 +48,7 @@ class JsonMirror:
             log.warning("acti_store mirror %s not updated: %s", self.directory, exc)
 
     @staticmethod
-    def _sync_one(repo: AgentRepository, folder: Folder, name: str) -> None:
+    def _sync_one(repo: RepositoryPort, folder: Folder, name: str) -> None:
         if not is_valid_name(name):
             return
         try:

@@ -1,9 +1,12 @@
-"""The repository: the interface every layer above talks to, and its SQLAlchemy implementation.
+"""The repository: the port every layer above talks to, its async API, and its SQLAlchemy
+implementation.
 
-One concern per module: ``interface`` (the ABC and the types of bulk import), ``sql``
-(``SqlAgentRepository``), ``statements`` (its statements and the row <-> model mapping),
-``search`` (the search query), ``paging`` (the export's one-snapshot stream, ``iter_agents``,
-``search_page``), ``cursor`` (the cursor of ``search_page``), ``bulk`` (bulk import). Driver
+``port`` (``RepositoryPort``: the sync methods and the types they take and give), ``interface``
+(``AgentRepository``: the port with its async API on top: ``twins``, ``asynchronous``), ``sql``
+(``SqlAgentRepository``, assembled from the ``roles`` on one ``core``), ``engines`` (what differs
+between engines). Statements live beside their role: ``statements`` (agents, and the row <->
+model mapping), ``recording`` (runs), ``version_statements`` (versions), ``search`` and
+``paging`` (search, pages and the export's one-snapshot stream), ``bulk`` (import). Driver
 errors become the library's exceptions in ``acti_store.dberrors``.
 """
 
@@ -20,6 +23,7 @@ from .interface import (
     SearchPage,
     UpdateResult,
 )
+from .port import RepositoryPort
 from .sql import SqlAgentRepository
 
 __all__ = [
@@ -31,6 +35,7 @@ __all__ = [
     "ImportItem",
     "ImportOutcome",
     "Mirror",
+    "RepositoryPort",
     "SearchPage",
     "SqlAgentRepository",
     "UpdateResult",

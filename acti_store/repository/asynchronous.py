@@ -36,7 +36,7 @@ from ..errors import MissingDriverError
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-    from .interface import AgentRepository, Mirror
+    from .port import Mirror, RepositoryPort
 
 T = TypeVar("T")
 
@@ -86,9 +86,9 @@ class Dispatch(Protocol):
 
     threads: StoreThreads
 
-    async def run(self, work: Callable[[AgentRepository], T]) -> T: ...
+    async def run(self, work: Callable[[RepositoryPort], T]) -> T: ...
 
-    async def run_in_thread(self, work: Callable[[AgentRepository], T]) -> T:
+    async def run_in_thread(self, work: Callable[[RepositoryPort], T]) -> T:
         """``work(repository)`` on the store's threads (work that computes as well), its store
         calls made as ``run`` makes them."""
         ...
@@ -100,11 +100,11 @@ class Dispatch(Protocol):
 class ThreadDispatch:
     """``work(repository)`` on the store's own threads."""
 
-    def __init__(self, repository: AgentRepository, threads: StoreThreads) -> None:
+    def __init__(self, repository: RepositoryPort, threads: StoreThreads) -> None:
         self._repository = repository
         self.threads = threads
 
-    async def run(self, work: Callable[[AgentRepository], T]) -> T:
+    async def run(self, work: Callable[[RepositoryPort], T]) -> T:
         return await self.threads.run(partial(work, self._repository))
 
     run_in_thread = run
@@ -120,10 +120,10 @@ class Waits:
     #: Pause between two attempts of a write (``deadline.within_deadline``).
     sleep: Callable[[float], None]
     #: Bring the mirror's files up to date after a write (``Mirror.sync``).
-    sync_mirror: Callable[[Mirror, AgentRepository, Iterable[str]], None]
+    sync_mirror: Callable[[Mirror, RepositoryPort, Iterable[str]], None]
 
 
-def _sync_mirror(mirror: Mirror, repository: AgentRepository, names: Iterable[str]) -> None:
+def _sync_mirror(mirror: Mirror, repository: RepositoryPort, names: Iterable[str]) -> None:
     mirror.sync(repository, names)
 
 
@@ -131,7 +131,7 @@ def _sync_mirror(mirror: Mirror, repository: AgentRepository, names: Iterable[st
 DIRECT: Final = Waits(sleep=time.sleep, sync_mirror=_sync_mirror)
 
 
-def loop_waits(threads: StoreThreads, files_repository: AgentRepository) -> Waits:
+def loop_waits(threads: StoreThreads, files_repository: RepositoryPort) -> Waits:
     """Waits of a twin inside ``greenlet_spawn``: the loop runs meanwhile. The mirror writes its
     files on ``threads``, reading the store through ``files_repository`` (the sync one: the
     twin's connections belong to the loop)."""
@@ -140,7 +140,7 @@ def loop_waits(threads: StoreThreads, files_repository: AgentRepository) -> Wait
     def sleep(seconds: float) -> None:
         await_only(asyncio.sleep(seconds))
 
-    def sync_mirror(mirror: Mirror, _twin: AgentRepository, names: Iterable[str]) -> None:
+    def sync_mirror(mirror: Mirror, _twin: RepositoryPort, names: Iterable[str]) -> None:
         await_only(threads.run(partial(mirror.sync, files_repository, list(names))))
 
     return Waits(sleep=sleep, sync_mirror=sync_mirror)
@@ -151,7 +151,7 @@ class _OnLoop:
     """What the coroutines of one loop use: its engine, the twin on it, and the gate."""
 
     engine: AsyncEngine
-    twin: AgentRepository
+    twin: RepositoryPort
     #: At most ``ASYNC_CONNECTIONS`` calls at once, the others queued first come, first served
     #: (the pool's own queue is not fair: a waiter woken too late queues again at the end).
     gate: asyncio.Semaphore
@@ -162,7 +162,7 @@ class LoopBridge:
     each method with a coroutine twin is that twin, run on ``loop`` and waited for; the rest
     (``now``, ``location_of``, ``mirror``, ...) is the store's own."""
 
-    def __init__(self, store: AgentRepository, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, store: RepositoryPort, loop: asyncio.AbstractEventLoop) -> None:
         self._store = store
         self._loop = loop
 
@@ -187,8 +187,8 @@ class GreenletDispatch:
     def __init__(
         self,
         make_engine: Callable[..., AsyncEngine],
-        make_twin: Callable[..., AgentRepository],
-        store: AgentRepository,
+        make_twin: Callable[..., RepositoryPort],
+        store: RepositoryPort,
         threads: StoreThreads,
     ) -> None:
         self._make_engine = make_engine
@@ -223,17 +223,17 @@ class GreenletDispatch:
                 )
             return found
 
-    async def run(self, work: Callable[[AgentRepository], T]) -> T:
+    async def run(self, work: Callable[[RepositoryPort], T]) -> T:
         from sqlalchemy.util import greenlet_spawn
 
         on_loop = self._for_running_loop()
         async with on_loop.gate:
             return await greenlet_spawn(work, on_loop.twin)
 
-    async def run_in_thread(self, work: Callable[[AgentRepository], T]) -> T:
+    async def run_in_thread(self, work: Callable[[RepositoryPort], T]) -> T:
         """``work`` on the store's threads (the tools render their texts there, not on the
         loop), each of its store calls the coroutine twin on this loop."""
-        bridge = cast("AgentRepository", LoopBridge(self._store, asyncio.get_running_loop()))
+        bridge = cast("RepositoryPort", LoopBridge(self._store, asyncio.get_running_loop()))
         return await self.threads.run(partial(work, bridge))
 
     async def aclose(self) -> None:
@@ -264,7 +264,7 @@ def _require_greenlet() -> None:
 
 
 async def iterate(
-    dispatch: Dispatch, start: Callable[[AgentRepository], Iterator[T]]
+    dispatch: Dispatch, start: Callable[[RepositoryPort], Iterator[T]]
 ) -> AsyncIterator[T]:
     """The items of the sync iterator ``start(repository)``, taken ``ITERATION_BATCH`` at a time
     through ``dispatch``; the iterator is closed through it too (an export's snapshot ends)."""

@@ -11,7 +11,7 @@ from ..errors import AgentExistsError, AgentNotFoundError
 from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
 from ..sqlexec import Cursor, Prepared
 from ..validation import instance
-from .interface import BulkPutResult, ConflictPolicy, ImportItem, ImportOutcome
+from .port import BulkPutResult, ConflictPolicy, ImportItem, ImportOutcome
 from .statements import (
     DELETE_AGENT,
     DELETE_HISTORY,

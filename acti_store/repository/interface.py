@@ -1,120 +1,39 @@
-"""The repository interface every layer above talks to, and the types of its bulk import.
+"""``AgentRepository``: the repository's port with its async API on top, what callers hold.
 
-Callers get domain models (``acti_store.models``), never rows. ``SqlAgentRepository``
-(``acti_store.repository.sql``) is the implementation; tests of the layers above may use others.
+The port (``port.RepositoryPort``) is sync and knows no event loop. The async API is one layer on
+top of it: each ``a``-method (``twins``) is ``acall`` of the sync method, and ``acall`` runs it
+through the store's dispatcher (``asynchronous``) where it does not hold the caller's loop. The
+tools, the MCP server and the runner reach the store from async code through this layer only.
 """
 
 from __future__ import annotations
 
 import threading
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
-from pathlib import Path
-from typing import Any, Final, Literal, Protocol, Self, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Final, Self, TypeVar, cast
 
-from pydantic import ValidationError
-
-from ..errors import InvalidAgentError
-from ..models import (
-    HISTORY_LIMIT_DEFAULT,
-    Agent,
-    AgentConfig,
-    AgentUpdate,
-    ExecutionHistory,
-    ExecutionRecord,
-    ExecutionStats,
-    SearchQuery,
-)
-from ..validation import integer, refusal
-from ..versioning import AgentVersion, ConfigDiff, LabelMove, VersionLog
 from .arguments import CONFLICT_POLICIES as CONFLICT_POLICIES
 from .arguments import ConflictPolicy as ConflictPolicy
-from .arguments import checked_policy
 from .asynchronous import Dispatch, StoreThreads, ThreadDispatch, iterate
+from .port import BulkPutResult as BulkPutResult
+from .port import Clock as Clock
+from .port import ImportItem as ImportItem
+from .port import ImportOutcome as ImportOutcome
+from .port import Mirror as Mirror
+from .port import RepositoryPort
+from .port import SearchPage as SearchPage
+from .port import UpdateResult as UpdateResult
+from .port import checked_config as checked_config
 from .twins import AsyncTwins
 
-Clock = Callable[[], datetime]
-ImportOutcome = Literal["imported", "skipped", "replaced"]
 T = TypeVar("T")
 #: Guards the making of a store's dispatcher (``AgentRepository.acall``).
 _DISPATCH_LOCK: Final = threading.Lock()
 
 
-class Mirror(Protocol):
-    """Keeps files in step with the store after each committed write (see ``interchange``)."""
-
-    def files_for(self, name: str) -> tuple[Path, Path]:
-        """The agent file and the history file of ``name``."""
-        ...
-
-    def sync(self, repo: AgentRepository, names: Iterable[str]) -> None:
-        """Rewrite (or remove) the files of ``names`` from the store's current state."""
-        ...
-
-
-@dataclass(frozen=True)
-class ImportItem:
-    """One agent (and/or its history) to put into the store as it is, metadata included."""
-
-    name: str
-    agent: Agent | None = None
-    history: ExecutionHistory | None = None
-    #: The agent's versions (with ``agent``); None: one snapshot of its current version.
-    versions: VersionLog | None = None
-
-
-@dataclass
-class BulkPutResult:
-    outcomes: dict[str, ImportOutcome] = field(default_factory=dict)
-
-
-def checked_config(
-    values: dict[str, Any], subject: str, aliases: Mapping[str, str] | None = None
-) -> AgentConfig:
-    """``values`` as an ``AgentConfig``, or ``InvalidAgentError`` listing every problem."""
-    try:
-        return AgentConfig.model_validate(values)
-    except ValidationError as exc:
-        raise refusal(exc, subject, InvalidAgentError, aliases=aliases or {}) from None
-
-
-@dataclass(frozen=True)
-class UpdateResult:
-    """One update: the agent as the update's transaction found it, and as it left it."""
-
-    previous: Agent
-    agent: Agent
-
-
-@dataclass(frozen=True)
-class SearchPage:
-    """One page of ``search_page``: up to the query's ``limit`` agents in its sort's order."""
-
-    agents: list[Agent]
-    #: How many agents match the query (all pages), counted in the same snapshot as the page.
-    total: int
-    #: Pass it back to ``search_page`` for the next page; None on the last page.
-    next_cursor: str | None
-
-
-class AgentRepository(AsyncTwins, ABC):
-    """Storage of agent configurations, their metadata and execution history.
-
-    Every method may raise ``StoreUnavailableError`` (the database cannot be reached, is locked
-    for too long or is damaged; ``transient`` says whether trying again can help) and, on a store
-    opened with ``read_only=True`` or one this process cannot write, every write raises
-    ``ReadOnlyStoreError`` (a lasting ``StoreUnavailableError``); all are ``AgentStoreError``.
-    Invalid input is an ``InvalidInputError`` (``InvalidAgentError`` for agent fields), which is
-    also a ``ValueError``; an argument of a type a method does not take is an
-    ``ArgumentTypeError``, an ``InvalidInputError`` that is also a ``TypeError``. Every method
-    checks its arguments before it reads or writes, by the rules of ``acti_store.validation``:
-    integers are ``int`` (never ``bool`` or text) within their range (a count or a limit at
-    most ``models.INTEGER_MAX``, a version at most ``models.COUNTER_MAX``), flags are ``True``
-    or ``False``, ``on_conflict`` is one of ``CONFLICT_POLICIES`` exactly, and a model argument
-    (``config``, ``changes``, ``record``, ``query``) is that model or a mapping validated into
-    it, every problem listed.
+class AgentRepository(AsyncTwins, RepositoryPort):
+    """Storage of agent configurations, their metadata and execution history: the sync methods
+    of ``RepositoryPort`` (every rule and error it documents) and their coroutine twins.
 
     Each method that reads or writes the store has an ``a``-prefixed coroutine twin (``aget``,
     ``acreate``, ...; ``aiter_agents`` and ``aiter_export`` are async iterators) with the same
@@ -122,296 +41,8 @@ class AgentRepository(AsyncTwins, ABC):
     event loop. ``aclose()`` releases what they use.
     """
 
-    mirror: Mirror | None = None
-    #: Opened with ``read_only=True``: every write raises ``ReadOnlyStoreError``
-    #: (``ReadOnlyStoreError.opened_read_only``), and so does a run, before it starts.
-    read_only: bool = False
     #: How the coroutines run (``acall``), made on first use by ``_make_dispatch``.
     _dispatch: Dispatch | None = None
-
-    @property
-    @abstractmethod
-    def location(self) -> str:
-        """Where the records live, fit to show a user (no password)."""
-
-    @abstractmethod
-    def now(self) -> datetime:
-        """The store's clock: timezone-aware UTC. Pass it (or ``datetime.now(timezone.utc)``)
-        as a record's timestamp: naive datetimes are refused."""
-
-    def location_of(self, name: str) -> str:
-        """Where the record of ``name`` lives: its mirror file when there is one."""
-        if self.mirror is not None:
-            return str(self.mirror.files_for(name)[0])
-        return self.location
-
-    def history_location_of(self, name: str) -> str:
-        """Where the history of ``name`` lives: its mirror file when there is one."""
-        if self.mirror is not None:
-            return str(self.mirror.files_for(name)[1])
-        return self.location
-
-    @abstractmethod
-    def create(self, config: AgentConfig | Mapping[str, Any], message: str | None = None) -> Agent:
-        """Store a new agent at version 1 (and its snapshot, with ``message``). ``config`` is an
-        ``AgentConfig`` or a mapping of its fields (``InvalidAgentError`` lists every problem).
-        Raises ``AgentExistsError``. (``AgentConfig(...)`` itself raises pydantic's
-        ``ValidationError``, a ``ValueError``, for invalid fields.)"""
-
-    @abstractmethod
-    def get(self, name: str) -> Agent:
-        """The agent called ``name``. Raises ``AgentNotFoundError``."""
-
-    @abstractmethod
-    def exists(self, name: str) -> bool: ...
-
-    @abstractmethod
-    def list_agents(self) -> list[Agent]:
-        """Every agent, by name."""
-
-    @abstractmethod
-    def list_names(self) -> list[str]:
-        """Every agent's name, sorted."""
-
-    def update(
-        self,
-        name: str,
-        changes: AgentUpdate | Mapping[str, Any],
-        expected_version: int | None = None,
-        message: str | None = None,
-    ) -> Agent:
-        """Apply a partial update (an ``AgentUpdate``, or a mapping of field names to new values)
-        and bump the version; returns the agent as updated.
-
-        Raises ``AgentNotFoundError``, ``NoChangesError``, ``InvalidAgentError`` (every invalid
-        field), ``ArgumentTypeError`` when ``changes`` is neither, and ``VersionConflictError``
-        when ``expected_version`` is given and the stored version differs. Without
-        ``expected_version`` the update applies to the latest version and never conflicts.
-        The new version's snapshot is stored with ``message`` in the same transaction.
-        """
-        return self.update_returning_previous(name, changes, expected_version, message).agent
-
-    @abstractmethod
-    def update_returning_previous(
-        self,
-        name: str,
-        changes: AgentUpdate | Mapping[str, Any],
-        expected_version: int | None = None,
-        message: str | None = None,
-    ) -> UpdateResult:
-        """``update``, also returning the version it replaced, as its own transaction saw it
-        (what "before -> after" reports must compare: no other write can come in between).
-        Raises what ``update`` raises."""
-
-    @abstractmethod
-    def delete(self, name: str, delete_history: bool = True) -> Agent:
-        """Delete an agent; returns it as it was. With ``delete_history=False`` its history is
-        archived (see ``archived_history``); anything but ``True`` or ``False`` is refused."""
-
-    @abstractmethod
-    def clone(
-        self,
-        source_name: str,
-        new_name: str,
-        description: str | None = None,
-        tags: list[str] | None = None,
-    ) -> Agent:
-        """Copy an agent under a new name with fresh metadata and no history.
-
-        Raises ``AgentNotFoundError`` (the source), ``AgentExistsError`` (the new name) and
-        ``InvalidAgentError`` listing every invalid field (``new_name``, ``description``,
-        ``tags``)."""
-
-    @abstractmethod
-    def search(self, query: SearchQuery | Mapping[str, Any]) -> list[Agent]:
-        """The agents ``query`` (a ``SearchQuery``, or a mapping of its fields) matches."""
-
-    @abstractmethod
-    def count(self, query: SearchQuery | Mapping[str, Any]) -> int:
-        """How many agents match ``query``'s filters, whatever its ``limit``."""
-
-    @abstractmethod
-    def search_page(
-        self, query: SearchQuery | Mapping[str, Any], cursor: str | None = None
-    ) -> SearchPage:
-        """One page of ``query``'s matches (``query.limit`` of them), after the page whose
-        ``next_cursor`` is ``cursor`` (None: the first page).
-
-        Keyset pagination on the query's sort: walking every page while others write, each
-        agent whose sort key did not change during the walk is seen exactly once. Raises
-        ``InvalidCursorError`` (an ``InvalidInputError``) for a cursor not made by this query's
-        pages.
-        """
-
-    @abstractmethod
-    def iter_agents(self, page_size: int = 500) -> Iterator[Agent]:
-        """Every agent, by name, read ``page_size`` at a time (each page its own short read, so
-        not one snapshot: an agent created or deleted meanwhile may or may not appear).
-        ``page_size`` is an integer from 1 to ``models.INTEGER_MAX``."""
-
-    @abstractmethod
-    def count_by_stratum(self) -> dict[str | None, int]:
-        """Agents per stratum: every stratum of the contract, plus ``None`` if any have none."""
-
-    def first_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
-        """The first ``limit`` agents by name of each stratum (``None``: no stratum), by name;
-        strata without agents are left out. What a listing shows without reading every agent."""
-        limit = integer(limit, "limit", 1)
-        groups: dict[str | None, list[Agent]] = {}
-        for agent in self.list_agents():
-            members = groups.setdefault(agent.stratum, [])
-            if len(members) < limit:
-                members.append(agent)
-        return groups
-
-    @abstractmethod
-    def record_execution(
-        self, name: str, record: ExecutionRecord | Mapping[str, Any], *, version: int | None = None
-    ) -> None:
-        """Append a run to the history (keeping the newest 50) and move the counters, the
-        agent's and those of the version that ran (``version``: a pinned one; default the
-        current). ``record`` is an ``ExecutionRecord`` or a mapping of its fields. Raises
-        ``AgentNotFoundError``, ``VersionNotFoundError`` (above current)."""
-
-    @abstractmethod
-    def get_history(
-        self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
-    ) -> ExecutionHistory:
-        """The newest ``limit`` records (1-50, the rule of ``HistoryRequest``), newest first.
-        Raises ``AgentNotFoundError``, and ``InvalidInputError`` for a limit out of range."""
-
-    @abstractmethod
-    def get_with_history(self, name: str) -> tuple[Agent, ExecutionHistory]:
-        """The agent and its newest records (up to 50), read from one snapshot so that they
-        agree. Raises ``AgentNotFoundError``."""
-
-    @abstractmethod
-    def execution_stats(self, name: str) -> ExecutionStats: ...
-
-    @abstractmethod
-    def archived_history(self, name: str) -> ExecutionHistory:
-        """Records kept from deleted agents called ``name`` (``delete_history=False``)."""
-
-    @abstractmethod
-    def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
-        """Every agent with its history (None when never run), streamed page by page, all from
-        one snapshot of the store."""
-
-    @abstractmethod
-    def iter_export_versions(
-        self, page_size: int = 500
-    ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
-        """``iter_export`` with each agent's ``version_log``, all from the same one snapshot:
-        the log holds the agent's own version, whatever is updated or pruned meanwhile."""
-
-    @abstractmethod
-    def bulk_put(
-        self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
-    ) -> BulkPutResult:
-        """Put agents and histories exactly as given, in one transaction (all or nothing).
-        ``items`` is a sequence of ``ImportItem``; ``on_conflict`` one of ``CONFLICT_POLICIES``,
-        checked before anything is written (``InvalidInputError`` naming them)."""
-
-    def bulk_put_stream(
-        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
-    ) -> BulkPutResult:
-        """``bulk_put`` for more items than fit in memory: still one transaction, fed by
-        ``items()``, which is called again if the transaction is retried."""
-        return self.bulk_put(list(items()), checked_policy(on_conflict))
-
-    def close(self) -> None:
-        """Release connections (of a store used from async code, ``aclose`` releases all)."""
-
-    def __enter__(self) -> Self:
-        """``with open_repository(...) as repo:`` closes the store (``close``) at the end."""
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        """``async with open_repository(...) as repo:`` closes the store (``aclose``) at the
-        end."""
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    # -- configuration versions (see ``acti_store.versioning``) -----------------------------------
-    # Each raises ``AgentNotFoundError`` for an unknown agent; arguments out of their rules are
-    # ``InvalidInputError``s.
-
-    @abstractmethod
-    def versions(self, name: str, *, limit: int | None = None) -> list[AgentVersion]:
-        """The stored snapshots, newest first (at most ``limit``)."""
-
-    @abstractmethod
-    def get_version(
-        self, name: str, version: int | None = None, *, label: str | None = None
-    ) -> AgentVersion:
-        """One snapshot: by number, by label, else the current one. Raises
-        ``VersionNotFoundError`` (never made, or pruned), ``LabelNotFoundError``."""
-
-    @abstractmethod
-    def diff(self, name: str, from_version: int, to_version: int) -> ConfigDiff:
-        """What changed from one stored version to another. Raises ``VersionNotFoundError``."""
-
-    @abstractmethod
-    def rollback(
-        self,
-        name: str,
-        to_version: int,
-        *,
-        expected_version: int | None = None,
-        message: str | None = None,
-    ) -> Agent:
-        """A new version (current + 1) with ``to_version``'s configuration. Raises
-        ``VersionNotFoundError``, ``VersionConflictError`` (``expected_version`` is not the
-        current one), ``NoChangesError`` (the configuration is already that)."""
-
-    @abstractmethod
-    def set_label(
-        self,
-        name: str,
-        label: str,
-        version: int,
-        *,
-        expected_version: int | None = None,
-        note: str | None = None,
-    ) -> None:
-        """Point ``label`` at a stored ``version`` and log the move. ``expected_version`` is
-        where the label points now: otherwise ``VersionConflictError`` and nothing moves."""
-
-    @abstractmethod
-    def remove_label(self, name: str, label: str, *, note: str | None = None) -> None:
-        """Remove a label (the removal is logged). Raises ``LabelNotFoundError``."""
-
-    @abstractmethod
-    def labels(self, name: str) -> dict[str, int]:
-        """Each label of the agent and the version it points at, by label."""
-
-    @abstractmethod
-    def label_history(self, name: str) -> list[LabelMove]:
-        """Every set, move and removal of the agent's labels, newest first."""
-
-    @abstractmethod
-    def version_stats(self, name: str) -> dict[int, ExecutionStats]:
-        """Lifetime run statistics per version that ran (exact over every run), by version."""
-
-    def version_log(self, name: str) -> VersionLog:
-        """Every snapshot (newest first), the labels and the label log of an agent: what its
-        ``{name}_versions.json`` holds."""
-        return VersionLog(
-            versions=self.versions(name), labels=self.labels(name),
-            label_history=self.label_history(name),
-        )  # fmt: skip
-
-    @abstractmethod
-    def prune_versions(self, name: str, keep: int) -> int:
-        """Keep the ``keep`` newest snapshots besides the current and the labelled ones (always
-        kept); returns how many were removed. Run statistics stay."""
-
-    # -- the async API -----------------------------------------------------------------------------
 
     def _make_dispatch(self) -> Dispatch:
         """How this store's coroutines run: the sync methods on the store's own threads."""
@@ -428,16 +59,16 @@ class AgentRepository(AsyncTwins, ABC):
         ``a``-method. ``repo`` is this store, or on PostgreSQL its twin on psycopg's async
         connections (``asynchronous``): ``work`` must use the repository it is given.
         Cancelling the caller does not undo a write that has started (as with ``to_thread``)."""
-        return await self._async_dispatch().run(work)
+        return await self._async_dispatch().run(_given_a_store(work))
 
     async def acall_in_thread(self, work: Callable[[AgentRepository], T]) -> T:
         """``acall`` for work that computes as well as it reads (a tool renders its text): run
         on the store's threads, not the loop; its store calls go as the ``a``-methods go."""
-        return await self._async_dispatch().run_in_thread(work)
+        return await self._async_dispatch().run_in_thread(_given_a_store(work))
 
     def aiterate(self, start: Callable[[AgentRepository], Iterator[T]]) -> AsyncIterator[T]:
         """The items of the iterator ``start(repo)``, read through ``acall`` in batches."""
-        return iterate(self._async_dispatch(), start)
+        return iterate(self._async_dispatch(), _given_a_store(start))
 
     async def aclose(self) -> None:
         """Close the async engine's connections, then ``close`` (on the store's threads), and
@@ -446,3 +77,17 @@ class AgentRepository(AsyncTwins, ABC):
         await dispatch.aclose()
         await dispatch.threads.run(self.close)
         dispatch.threads.shutdown()
+
+    async def __aenter__(self) -> Self:
+        """``async with open_repository(...) as repo:`` closes the store (``aclose``) at the
+        end."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _given_a_store(work: Callable[[AgentRepository], T]) -> Callable[[RepositoryPort], T]:
+    """``work`` as a dispatcher takes it: a dispatcher hands it the store itself, the store's
+    twin on the loop's engine or a bridge to the store's coroutines, each an ``AgentRepository``."""
+    return cast("Callable[[RepositoryPort], T]", work)

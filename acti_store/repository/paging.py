@@ -22,7 +22,7 @@ from ..sqlexec import Connections, Cursor, roll_back
 from ..versioning import VersionLog
 from .cursor import SortKey, encode_cursor
 from .engines.base import EngineStrategy
-from .interface import SearchPage
+from .port import SearchPage
 from .search import page_rows
 from .statements import AGENTS_PAGE, GET_ID, NAME, agent_from_row, export_page
 from .versions import read_version_log

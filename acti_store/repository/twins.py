@@ -23,11 +23,11 @@ from ..models import (
 
 if TYPE_CHECKING:
     from ..versioning import AgentVersion, ConfigDiff, LabelMove, VersionLog
-    from .interface import (
-        AgentRepository,
+    from .arguments import ConflictPolicy
+    from .port import (
         BulkPutResult,
-        ConflictPolicy,
         ImportItem,
+        RepositoryPort,
         SearchPage,
         UpdateResult,
     )
@@ -40,9 +40,9 @@ class AsyncTwins:
 
     if TYPE_CHECKING:
 
-        async def acall(self, work: Callable[[AgentRepository], T]) -> T: ...
+        async def acall(self, work: Callable[[RepositoryPort], T]) -> T: ...
 
-        def aiterate(self, start: Callable[[AgentRepository], Iterator[T]]) -> AsyncIterator[T]: ...
+        def aiterate(self, start: Callable[[RepositoryPort], Iterator[T]]) -> AsyncIterator[T]: ...
 
     async def acreate(
         self, config: AgentConfig | Mapping[str, Any], message: str | None = None

@@ -15,7 +15,7 @@ from ..errors import VersionConflictError
 from ..models import DESCRIPTION_MAX_LENGTH, Agent, AgentConfig, trusted
 from ..sqlexec import Cursor
 from ..validation import quoted
-from .interface import UpdateResult, checked_config
+from .port import UpdateResult, checked_config
 from .statements import DELETE_TAGS, ID, INSERT_TAG, agent_from_row, config_values, update_statement
 
 CLONE_SUFFIX: Final = " (clone)"

@@ -1,0 +1,187 @@
+"""What every role of the repository shares: one store's engine, its strategy and connections,
+its clock and mirror, and the one way each role reads and writes.
+
+A role (``agents``, ``runs``, ``versions``, ``searching``, ``bulk``) holds its statements and its
+methods and is given this core; ``sql.SqlAgentRepository`` assembles the roles into the port.
+A read is one transaction, its driver errors translated (``dberrors``); a write is one
+transaction retried on lock or serialization conflicts until the lock timeout (``deadline``).
+What differs between engines is asked of the strategy (``engines``), never of the engine's name.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, TypeVar
+
+from sqlalchemy import Engine
+
+from ..dberrors import translated
+from ..engine import store_location
+from ..errors import AgentNotFoundError, InvalidInputError, ReadOnlyStoreError
+from ..models import NAIVE_DATETIME_RULE, utc_now
+from ..sqlexec import Cursor, connections_for
+from .arguments import require_storable
+from .deadline import within_deadline
+from .engines import strategy_for
+from .port import Clock, Mirror, RepositoryPort
+from .statements import GET, GET_FOR_UPDATE
+from .transaction import run_transaction
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Waits:
+    """How the sync code waits: ``DIRECT`` blocks its thread; the async layer's
+    ``asynchronous.loop_waits`` yield to the loop."""
+
+    #: Pause between two attempts of a write (``deadline.within_deadline``).
+    sleep: Callable[[float], None]
+    #: Bring the mirror's files up to date after a write (``Mirror.sync``).
+    sync_mirror: Callable[[Mirror, RepositoryPort, Iterable[str]], None]
+
+
+def _sync_mirror(mirror: Mirror, repository: RepositoryPort, names: Iterable[str]) -> None:
+    mirror.sync(repository, names)
+
+
+#: A sync caller's waits: on its own thread.
+DIRECT: Final = Waits(sleep=time.sleep, sync_mirror=_sync_mirror)
+
+
+def agent_row(cursor: Cursor, name: str, *, for_update: bool = False) -> Sequence[Any]:
+    """The row of the agent ``name`` (locked for the transaction with ``for_update``), or
+    ``AgentNotFoundError``: the one rule by which every role finds an agent."""
+    require_storable(name)
+    row = cursor.first(GET_FOR_UPDATE if for_update else GET, {"name": name})
+    if row is None:
+        raise AgentNotFoundError(name)
+    return row
+
+
+class StoreCore:
+    """One store's engine and what its roles share. ``store`` is the repository the mirror
+    reads after a write (set by the repository that assembles the roles)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Clock | None,
+        mirror: Mirror | None,
+        read_only: bool,
+        lock_timeout: float,
+        keep_versions: int | None,
+        waits: Waits,
+    ) -> None:
+        self.engine = engine
+        # What differs between engines; an engine the repository does not run on is refused.
+        self.kind = strategy_for(engine.dialect.name)
+        self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
+        self.read_only = read_only
+        self.lock_timeout = lock_timeout
+        self.connections = connections_for(engine)
+        self.dialect = engine.dialect
+        self.dbapi = engine.dialect.loaded_dbapi
+        self.clock: Clock = clock or utc_now
+        self.mirror = mirror
+        self.waits = waits
+        self.store: RepositoryPort | None = None
+
+    @property
+    def location(self) -> str:
+        return store_location(self.engine.url)
+
+    def now(self) -> datetime:
+        value = self.clock()
+        if value.tzinfo is None:  # it would be stored as UTC, hours off in most time zones
+            raise InvalidInputError("clock", [("the time it returned", NAIVE_DATETIME_RULE)])
+        return value
+
+    def close(self) -> None:
+        self.connections.close()
+
+    def run(
+        self,
+        work: Callable[[Cursor], T],
+        *,
+        begin: str | None,
+        lock_wait: float | None = None,
+        autocommit: bool = False,
+        pipelined: bool = True,
+    ) -> T:
+        return run_transaction(
+            self.connections,
+            self.dialect,
+            work,
+            engine=self.kind,
+            begin=begin,
+            lock_wait=lock_wait,
+            lock_timeout=self.lock_timeout,
+            autocommit=autocommit,
+            pipelined=pipelined,
+        )
+
+    def read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
+        """``work`` in one read transaction (one snapshot with ``snapshot``)."""
+        kind = self.kind
+        try:
+            return self.run(
+                work, begin=kind.read_begin(snapshot), autocommit=kind.reads_in_autocommit
+            )
+        except Exception as exc:  # not translate_errors: a context manager costs on every read
+            error = translated(exc, self.dbapi)
+            if error is None:
+                raise
+            raise error from exc
+
+    def write(
+        self,
+        work: Callable[[Cursor], T],
+        *,
+        name: str | None = None,
+        pipelined: bool = True,
+        then: Callable[[T], None] | None = None,
+    ) -> T:
+        """Run ``work`` in one write transaction; retry on lock or serialization conflicts
+        until the lock timeout (``deadline.within_deadline``); ``pipelined``: ``run_transaction``.
+        ``then`` checks each attempt's result once its transaction is over; it raises
+        ``TryAgain`` for another attempt within the same deadline.
+        """
+        if self.read_only:
+            raise ReadOnlyStoreError.opened_read_only(self.location)
+
+        def attempt(wait: float | None) -> T:
+            begin = self.kind.begin_write
+            result = self.run(work, begin=begin, lock_wait=wait, pipelined=pipelined)
+            if then is not None:
+                then(result)
+            return result
+
+        return within_deadline(
+            attempt,
+            lock_timeout=self.lock_timeout,
+            dbapi=self.dbapi,
+            name=name,
+            sleep=self.waits.sleep,
+        )
+
+    def notify(self, *names: str) -> None:
+        """After a committed write: the mirror's files of ``names`` brought up to date."""
+        if self.mirror is not None and self.store is not None:
+            self.waits.sync_mirror(self.mirror, self.store, names)
+
+
+class Role:
+    """A part of the repository, given the store's core: its reads, writes and clock."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
+        # Bound once: these run on every call of every method.
+        self._read = core.read
+        self._write = core.write
+        self._notify = core.notify
+        self.now = core.now

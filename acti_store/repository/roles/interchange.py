@@ -1,0 +1,63 @@
+"""The bulk I/O role: the export's one-snapshot streams (``repository.paging``) and the import's
+one-transaction bulk put (``repository.bulk``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
+
+from ...models import Agent, ExecutionHistory
+from ...validation import instances, integer
+from ...versioning import VersionLog
+from ..arguments import checked_policy, checked_source
+from ..bulk import put_all
+from ..core import Role
+from ..paging import Entry, export_entry, export_stream, versions_entry
+from ..port import BulkPutResult, ConflictPolicy, ImportItem
+
+T = TypeVar("T")
+
+
+class Interchange(Role):
+    """``iter_export``, ``iter_export_versions``, ``bulk_put`` and ``bulk_put_stream`` of the
+    repository."""
+
+    def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
+        return self._export(page_size, export_entry)
+
+    def iter_export_versions(
+        self, page_size: int = 500
+    ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
+        return self._export(page_size, versions_entry)
+
+    def _export(self, page_size: int, entry: Entry[T]) -> Iterator[T]:
+        size = integer(page_size, "page_size", 1)
+        return export_stream(
+            self._core.connections,
+            self._core.dialect,
+            self._core.dbapi,
+            self._core.kind,
+            size,
+            entry,
+        )
+
+    def bulk_put(
+        self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
+    ) -> BulkPutResult:
+        instances(items, ImportItem, "items")
+        return self.bulk_put_stream(lambda: items, on_conflict)
+
+    def bulk_put_stream(
+        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
+    ) -> BulkPutResult:
+        on_conflict = checked_policy(on_conflict)  # before any write: a typo must not replace
+        checked_source(items)
+        # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
+        taken = self._core.kind.taken_names
+        result = self._write(
+            lambda cursor: put_all(cursor, items(), on_conflict, taken), pipelined=False
+        )
+        written = [n for n, outcome in result.outcomes.items() if outcome != "skipped"]
+        self._core.kind.after_bulk_put(self._core.engine, len(written))
+        self._notify(*written)
+        return result
