@@ -10,21 +10,31 @@ parameters are processed and passed straight to the DBAPI cursor.
 
 from __future__ import annotations
 
-import os
-import weakref
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Table, bindparam, insert
 from sqlalchemy.engine import Dialect
-from sqlalchemy.pool import QueuePool
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.exc import SAWarning
+from sqlalchemy.sql import ClauseElement, Insert
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 Processor = Callable[[Any], Any]
 _REQUIRED: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class PlainInsert:
+    """A single-row INSERT into ``table`` whose every value is the parameter named after its
+    column's key, in ``keys`` order: what an engine may load in bulk (``Prepared.many``, COPY)."""
+
+    table: Table
+    keys: tuple[str, ...]
+    #: The columns it returns (``INSERT ... RETURNING``), if any.
+    returning: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)
@@ -40,6 +50,8 @@ class Compiled:
     #: Result processors by column index, set from the first result's cursor description
     #: (some drivers' processors depend on the column type code the server reports).
     results: tuple[tuple[int, Processor], ...] | None = None
+    #: Set when the statement is a ``PlainInsert``.
+    plain_insert: PlainInsert | None = None
     #: The plan's names, and its bind processors by position (derived: ``__post_init__``).
     names: tuple[str, ...] = ()
     processors: tuple[tuple[int, Processor], ...] = ()
@@ -136,12 +148,13 @@ class Prepared:
     and one driver can be set to another paramstyle.
     """
 
-    __slots__ = ("_by_dialect", "columns", "statement")
+    __slots__ = ("_by_dialect", "_many", "columns", "statement")
 
     def __init__(self, statement: ClauseElement, *, columns: Sequence[str] = ()) -> None:
         self.statement = statement
         self.columns = tuple(columns)
         self._by_dialect: dict[tuple[type[Dialect], str], Compiled] = {}
+        self._many: dict[tuple[type[Dialect], str, int], Compiled | None] = {}
 
     def compiled(self, dialect: Dialect) -> Compiled:
         key = (type(dialect), dialect.paramstyle)
@@ -149,6 +162,16 @@ class Prepared:
         if found is None:
             found = self._by_dialect[key] = _compile(self, dialect)
         return found
+
+    def many(self, dialect: Dialect, count: int) -> Compiled | None:
+        """This statement, a ``PlainInsert``, for ``count`` rows at once: one multi-row
+        ``VALUES`` that SQLAlchemy builds from the table (``Insert.values`` of ``count``
+        parameter sets, RETURNING kept), whose parameters are each row's in turn (row after row,
+        in the single row's order); None for any other statement."""
+        key = (type(dialect), dialect.paramstyle, count)
+        if key not in self._many:
+            self._many[key] = _many_rows(self.compiled(dialect), dialect, count)
+        return self._many[key]
 
 
 def _compile(prepared: Prepared, dialect: Dialect) -> Compiled:
@@ -171,12 +194,49 @@ def _compile(prepared: Prepared, dialect: Dialect) -> Compiled:
         plan=tuple(plan),
         dialect=dialect,
         result_types=tuple(column.type for column in columns),
+        plain_insert=_plain_insert(statement, compiled, dialect),
     )
 
 
-#: An engine's single-row ``INSERT`` of a ``Compiled`` made one of ``count`` rows (None: it
-#: makes none for this statement): ``Cursor.insert_rows``.
-RowsSql = Callable[[Compiled, int], str | None]
+def _plain_insert(
+    statement: ClauseElement, compiled: SQLCompiler, dialect: Dialect
+) -> PlainInsert | None:
+    """The ``PlainInsert`` ``statement`` is, if it is one: SQLAlchemy's own INSERT of the
+    parameters' columns into its table (RETURNING the same) compiles to the very same SQL."""
+    if not isinstance(statement, Insert) or not isinstance(statement.table, Table):
+        return None
+    table = statement.table
+    keys = tuple(compiled.positiontup or compiled.binds)
+    if not keys or any(key not in table.c for key in keys):
+        return None
+    plain = insert(table)
+    if compiled.returning:
+        plain = plain.returning(*compiled.returning)
+    with warnings.catch_warnings():  # SQLAlchemy's word on the probe (a key left out), dropped
+        warnings.simplefilter("ignore", SAWarning)
+        probe = plain.compile(dialect=dialect, column_keys=list(keys)).string
+    if probe != compiled.string:
+        return None
+    return PlainInsert(table, keys, tuple(compiled.returning or ()))
+
+
+def _many_rows(single: Compiled, dialect: Dialect, count: int) -> Compiled | None:
+    plain = single.plain_insert
+    if plain is None or count < 2:
+        return None
+    table = plain.table
+    parameter_sets = [
+        {key: bindparam(f"{key}_{row}", type_=table.c[key].type) for key in plain.keys}
+        for row in range(count)
+    ]
+    statement: Insert = insert(table).values(parameter_sets)
+    if plain.returning:
+        statement = statement.returning(*plain.returning)
+    many = _compile(Prepared(statement), dialect)
+    expected = tuple(f"{key}_{row}" for row in range(count) for key in plain.keys)
+    return many if many.names == expected else None
+
+
 #: An engine's bulk load of rows of a ``Compiled`` INSERT on a DBAPI cursor: True when it loaded
 #: them, False to leave them to ``executemany``: ``Cursor.executemany``.
 Load = Callable[[Any, Compiled, Sequence[Mapping[str, Any]]], bool]
@@ -192,7 +252,16 @@ class Cursor:
     one whose answers can all wait for the commit (``later``) costs one.
     """
 
-    __slots__ = ("_cursor", "_later", "dialect", "driver", "load", "pipeline", "rows_sql")
+    __slots__ = (
+        "_cursor",
+        "_later",
+        "dialect",
+        "driver",
+        "load",
+        "many_rows",
+        "pipeline",
+        "returning_batches",
+    )
 
     def __init__(
         self,
@@ -201,7 +270,8 @@ class Cursor:
         pipeline: Any = None,
         driver: Any = None,
         *,
-        rows_sql: RowsSql | None = None,
+        many_rows: bool = False,
+        returning_batches: bool = False,
         load: Load | None = None,
     ) -> None:
         self._cursor = cursor
@@ -209,9 +279,12 @@ class Cursor:
         self.pipeline = pipeline
         #: The driver's own connection (``all(prepare=False)`` sets psycopg's prepare threshold).
         self.driver = driver
-        #: The engine's bulk loading (``repository.engines``): a single-row INSERT as one of
-        #: many rows (``insert_rows``), and rows streamed in (``executemany``); None: neither.
-        self.rows_sql = rows_sql
+        #: The engine's bulk loading (``repository.engines``), for ``insert_rows``: many rows
+        #: as one multi-row INSERT (``Prepared.many``), or the driver's executemany of INSERT
+        #: ... RETURNING, its results read batch by batch (psycopg's ``returning=True``); for
+        #: ``executemany``: rows streamed in (``load``; None: none).
+        self.many_rows = many_rows
+        self.returning_batches = returning_batches
         self.load = load
         self._later: list[tuple[Any, Compiled, Answer]] = []
 
@@ -320,8 +393,8 @@ class Cursor:
         self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]
     ) -> list[Sequence[Any]]:
         """Run a single-row ``INSERT ... RETURNING`` for each of ``rows`` as ONE statement (a
-        multi-row VALUES: the engine's ``rows_sql``, SQLite's) where the engine makes one, else
-        all at once in a pipeline (psycopg), else row by row; returns what RETURNING gave, in no
+        multi-row VALUES: ``many_rows``, SQLite's) where the engine takes one, else all at once
+        (``returning_batches``, psycopg's), else row by row; returns what RETURNING gave, in no
         set order. Keep ``rows`` within the driver's parameter limit (SQLite: 999 on older
         builds).
 
@@ -329,137 +402,34 @@ class Cursor:
         full-text index (fed by a trigger) writes out its pending terms after every statement.
         """
         compiled = prepared.compiled(self.dialect)
-        sql = self.rows_sql(compiled, len(rows)) if rows and self.rows_sql is not None else None
-        if sql is None and len(rows) > 1 and hasattr(self._cursor, "results"):
+        many = prepared.many(self.dialect, len(rows)) if self.many_rows else None
+        if many is not None:
+            if many.positional:  # each row's values in turn: the multi-row statement's order
+                params: Any = [value for row in rows for value in compiled.values(row)]
+            else:
+                params = many.params(
+                    {
+                        f"{key}_{index}": value
+                        for index, row in enumerate(rows)
+                        for key, value in row.items()
+                    }
+                )
+            self._cursor.execute(many.sql, params)
+            return fetched(self._cursor, many)
+        if len(rows) > 1 and self.returning_batches:
             # psycopg: every row's INSERT sent at once (a pipeline), their RETURNING read after;
             # what this cursor sent before is answered first, so that its results are not read.
             if self.pipeline is not None:
                 self.pipeline.sync()
-            params = [compiled.params(row) for row in rows]
-            self._cursor.executemany(compiled.sql, params, returning=True)
+            batches = [compiled.params(row) for row in rows]
+            self._cursor.executemany(compiled.sql, batches, returning=True)
             returned: list[Sequence[Any]] = []
             for _ in self._cursor.results():
                 returned.extend(fetched(self._cursor, compiled))
             return returned
-        if sql is None:
-            found = (self.first(prepared, row) for row in rows)
-            return [row for row in found if row is not None]
-        self._cursor.execute(sql, [value for row in rows for value in compiled.params(row)])
-        return fetched(self._cursor, compiled)
+        found = (self.first(prepared, row) for row in rows)
+        return [row for row in found if row is not None]
 
     def raw(self, sql: str) -> None:
         """Run a fixed SQL text (BEGIN, a PRAGMA)."""
         self._cursor.execute(sql)
-
-
-# --------------------------------------------------------------------------------------------------
-# Connections for the fast path
-# --------------------------------------------------------------------------------------------------
-
-
-class PooledConnections:
-    """A connection from the engine's pool per operation (PostgreSQL, in-memory SQLite)."""
-
-    __slots__ = ("_engine",)
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def take(self) -> Any:
-        return self._engine.raw_connection()
-
-    def give(self, connection: Any) -> None:
-        connection.close()  # back to the pool
-
-    def discard(self, connection: Any) -> None:
-        connection.invalidate()
-
-    def close(self) -> None:
-        self._engine.dispose()
-
-
-#: Idle connections a ``KeptConnections`` holds on to; more are closed when given back.
-KEPT_IDLE_MAX: Final = 8
-
-
-class KeptConnections:
-    """SQLite file connections, kept and reused last in, first out, without a pool round trip.
-
-    A connection is made by the engine's pool (so it gets the store's connection policy), then
-    detached from it and kept here: one per operation running at once, at most ``KEPT_IDLE_MAX``
-    idle. The pool's checkout and check-in cost more than a primary-key read on SQLite; taking a
-    connection here is a ``list.pop``. After ``os.fork`` the child drops the parent's
-    connections (SQLite connections must not cross a fork) and makes its own.
-    """
-
-    __slots__ = ("__weakref__", "_engine", "_idle")
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._idle: list[Any] = []
-        _KEPT.add(self)
-
-    def take(self) -> Any:
-        try:
-            return self._idle.pop()
-        except IndexError:
-            fairy = self._engine.raw_connection()
-            fairy.detach()
-            return fairy.dbapi_connection
-
-    def give(self, connection: Any) -> None:
-        if len(self._idle) < KEPT_IDLE_MAX:
-            self._idle.append(connection)
-        else:
-            connection.close()
-
-    def discard(self, connection: Any) -> None:
-        connection.close()
-
-    @property
-    def idle_count(self) -> int:
-        """How many connections are kept idle, ready for the next operation."""
-        return len(self._idle)
-
-    def close(self) -> None:
-        while self._idle:
-            self._idle.pop().close()
-        self._engine.dispose()
-
-    def _forget(self) -> None:
-        self._idle = []
-
-
-_KEPT: weakref.WeakSet[KeptConnections] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for kept in list(_KEPT):
-        kept._forget()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-Connections = PooledConnections | KeptConnections
-
-
-def roll_back(connections: Connections, connection: Any, *, autocommit: bool = False) -> None:
-    """Roll back after a failure (or a read) and give the connection back; one that cannot even
-    do that is closed, not reused. ``autocommit``: the driver connection was put in autocommit
-    for this use; it leaves it first."""
-    try:
-        connection.rollback()
-        if autocommit:
-            connection.dbapi_connection.autocommit = False
-    except Exception:
-        connections.discard(connection)
-    else:
-        connections.give(connection)
-
-
-def connections_for(engine: Engine) -> Connections:
-    """Kept connections for a SQLite file (its engine has a ``QueuePool``), else the pool."""
-    if engine.dialect.name == "sqlite" and isinstance(engine.pool, QueuePool):
-        return KeptConnections(engine)
-    return PooledConnections(engine)

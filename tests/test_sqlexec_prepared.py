@@ -7,9 +7,10 @@ from pathlib import Path
 
 from sqlalchemy import bindparam, create_engine, select
 
+from acti_store.connections import KEPT_IDLE_MAX, KeptConnections, connections_for
 from acti_store.engine import make_engine
 from acti_store.schema import agents
-from acti_store.sqlexec import KEPT_IDLE_MAX, KeptConnections, Prepared, connections_for
+from acti_store.sqlexec import Prepared
 
 
 def test_one_statement_compiles_for_each_paramstyle_of_a_driver() -> None:

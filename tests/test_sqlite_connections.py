@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from conftest import make_config
 
 from acti_store import ExecutionRecord, StoreUnavailableError, open_repository
+from acti_store.connections import KeptConnections, connections_for
 from acti_store.models import utc_now
-from acti_store.sqlexec import KeptConnections, connections_for
 
 
 def record(task: str) -> ExecutionRecord:

@@ -22,7 +22,6 @@ import contextvars
 import importlib.util
 import inspect
 import threading
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +31,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 from ..errors import MissingDriverError
+from .core import Waits
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -111,24 +111,6 @@ class ThreadDispatch:
 
     async def aclose(self) -> None:
         return None
-
-
-@dataclass(frozen=True)
-class Waits:
-    """How the sync code waits: ``DIRECT`` blocks its thread; ``loop_waits`` yield to the loop."""
-
-    #: Pause between two attempts of a write (``deadline.within_deadline``).
-    sleep: Callable[[float], None]
-    #: Bring the mirror's files up to date after a write (``Mirror.sync``).
-    sync_mirror: Callable[[Mirror, RepositoryPort, Iterable[str]], None]
-
-
-def _sync_mirror(mirror: Mirror, repository: RepositoryPort, names: Iterable[str]) -> None:
-    mirror.sync(repository, names)
-
-
-#: A sync caller's waits: on its own thread.
-DIRECT: Final = Waits(sleep=time.sleep, sync_mirror=_sync_mirror)
 
 
 def loop_waits(threads: StoreThreads, files_repository: RepositoryPort) -> Waits:

@@ -18,11 +18,12 @@ from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
+from ..connections import connections_for
 from ..dberrors import translated
 from ..engine import store_location
 from ..errors import AgentNotFoundError, InvalidInputError, ReadOnlyStoreError
 from ..models import NAIVE_DATETIME_RULE, utc_now
-from ..sqlexec import Cursor, connections_for
+from ..sqlexec import Cursor
 from .arguments import require_storable
 from .deadline import within_deadline
 from .engines import strategy_for

@@ -16,9 +16,10 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Dialect
 
+from ..connections import Connections, roll_back
 from ..dberrors import translate_errors
 from ..models import Agent, ExecutionHistory, SearchQuery
-from ..sqlexec import Connections, Cursor, roll_back
+from ..sqlexec import Cursor
 from ..versioning import VersionLog
 from .cursor import SortKey, encode_cursor
 from .engines.base import EngineStrategy

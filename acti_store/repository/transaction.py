@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Dialect
 
-from ..sqlexec import Connections, Cursor, roll_back
+from ..connections import Connections, roll_back
+from ..sqlexec import Cursor
 from .engines.base import EngineStrategy
 
 T = TypeVar("T")

@@ -98,7 +98,7 @@ class EngineStrategy:
         raise NotImplementedError
 
     def driver_connection(self, connection: Any) -> Any:
-        """The DBAPI connection of a fast-path ``connection`` (``sqlexec.Connections``), whose
+        """The DBAPI connection of a fast-path ``connection`` (``connections.Connections``), whose
         autocommit and pipeline mode a transaction sets."""
         return connection.dbapi_connection
 

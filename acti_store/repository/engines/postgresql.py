@@ -14,9 +14,7 @@ Connection policy: ``acti_store.engine``; error codes: ``acti_store.dberrors``.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
-from functools import cache
 from typing import Any, Final
 
 from sqlalchemy import (
@@ -125,13 +123,6 @@ EXPORT_RECORDS_OF: Final = records_of(
 
 #: The fewest rows ``copy_rows`` sends as one ``COPY``.
 COPY_MIN_ROWS: Final = 16
-_INSERT_VALUES: Final = re.compile(
-    r"INSERT INTO (?P<table>\S+) \((?P<columns>[^)]*)\) VALUES \((?P<values>.*?)\)"
-    r"(?: RETURNING [^()]*)?",
-    re.S,
-)
-#: A parameter of the psycopg dialect's SQL, with its cast.
-_PLACEHOLDER: Final = re.compile(r"%\((\w+)\)s(?:::[A-Z ]+)?")
 
 
 def copy_rows(raw_cursor: Any, compiled: Compiled, rows: Sequence[Mapping[str, Any]]) -> bool:
@@ -151,23 +142,15 @@ def copy_rows(raw_cursor: Any, compiled: Compiled, rows: Sequence[Mapping[str, A
 
 
 def copy_sql(compiled: Compiled) -> str | None:
-    """This ``INSERT ... VALUES`` of one row as a ``COPY ... FROM STDIN`` of its columns, in the
-    plan's order (``Compiled.values``); None for other statements and for values that are not
-    the plan's parameters one by one (literal ones, expressions)."""
-    return _copy_sql(compiled.sql, compiled.names)
-
-
-@cache
-def _copy_sql(sql: str, names: tuple[str, ...]) -> str | None:
-    match = _INSERT_VALUES.fullmatch(sql)
-    if match is None:
+    """This INSERT as a ``COPY ... FROM STDIN`` of its columns, in the plan's order
+    (``Compiled.values``); None for a statement that is not a ``sqlexec.PlainInsert`` (values
+    that are not the plan's parameters one by one: literal ones, expressions, a SELECT)."""
+    plain = compiled.plain_insert
+    if plain is None:
         return None
-    plain = [_PLACEHOLDER.fullmatch(v) for v in match["values"].split(", ")]
-    if tuple(m[1] if m else None for m in plain) != names:
-        return None
-    if names != tuple(match["columns"].split(", ")):
-        return None
-    return f"COPY {match['table']} ({match['columns']}) FROM STDIN"
+    quote = compiled.dialect.identifier_preparer
+    columns = ", ".join(quote.quote(plain.table.c[key].name) for key in plain.keys)
+    return f"COPY {quote.format_table(plain.table)} ({columns}) FROM STDIN"
 
 
 # -- statistics ------------------------------------------------------------------------------------
@@ -236,7 +219,8 @@ class PostgresqlEngine(EngineStrategy):
         write(lambda cursor: send_run(cursor, name, record, version), then=recorded)
 
     def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
-        return Cursor(raw_cursor, dialect, driver=connection.driver_connection, load=copy_rows)
+        driver = connection.driver_connection
+        return Cursor(raw_cursor, dialect, driver=driver, returning_batches=True, load=copy_rows)
 
     def export_records(
         self, cursor: Cursor, ids: list[int], page: dict[str, Any]

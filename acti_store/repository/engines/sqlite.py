@@ -5,16 +5,14 @@ IMMEDIATE`` and a read of several statements with ``BEGIN`` (the driver opens no
 connection policy, ``acti_store.engine``); the busy timeout is the connection's; the fast path
 keeps the driver's own connections; search filters skip their indexes (``+column``) and text
 queries probe the FTS5 trigram index first (``FtsTrigramIndex``); many rows go in as one
-multi-row ``VALUES`` (``rows_sql``). Runs are recorded in a few statements on one connection,
-which costs no round trips; the version's counters by the upsert PostgreSQL shares
+multi-row ``VALUES`` (``sqlexec.Prepared.many``). Runs are recorded in a few statements on one
+connection, which costs no round trips; the version's counters by the upsert PostgreSQL shares
 (``COUNT_RUN``). Error codes: ``acti_store.dberrors``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from functools import cache
 from typing import Any, Final
 
 from sqlalchemy import Integer, bindparam, column, literal_column, select, table, text
@@ -25,7 +23,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, wait_ms
 from ...schema import agents, version_stats
-from ...sqlexec import Compiled, Cursor, Prepared
+from ...sqlexec import Cursor, Prepared
 from ..version_statements import count_run
 from .base import EngineStrategy
 
@@ -53,28 +51,6 @@ _FTS_PROBE: Final = Prepared(
         f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
     )
 )
-
-
-#: A single-row ``INSERT ... VALUES (?, ...)`` (qmark parameters), RETURNING or not.
-_SINGLE_ROW_VALUES: Final = re.compile(
-    r"(?P<head>INSERT INTO .*? VALUES )(?P<group>\((?:\?, )*\?\))(?P<tail>(?: RETURNING .*)?)", re.S
-)
-
-
-def rows_sql(compiled: Compiled, count: int) -> str | None:
-    """``compiled``, a single-row ``INSERT ... VALUES (?, ...)``, for ``count`` rows at once (one
-    VALUES group per row, parameters in row order); None for other statements. One statement
-    instead of one per row matters on SQLite beyond the round trips: the full-text index (fed by
-    a trigger) writes out its pending terms after every statement."""
-    return _rows_sql(compiled.sql, count) if compiled.positional else None
-
-
-@cache
-def _rows_sql(sql: str, count: int) -> str | None:
-    match = _SINGLE_ROW_VALUES.fullmatch(sql)
-    if match is None:
-        return None
-    return match["head"] + ", ".join([match["group"]] * count) + match["tail"]
 
 
 class FtsTrigramIndex:
@@ -117,7 +93,9 @@ class SqliteEngine(EngineStrategy):
         return connection  # a kept connection is the driver's own (never autocommit here)
 
     def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
-        return Cursor(raw_cursor, dialect, rows_sql=rows_sql)  # nothing tuned per statement
+        # Many rows of an INSERT as one statement: SQLite's full-text index (fed by a trigger)
+        # writes out its pending terms after every statement.
+        return Cursor(raw_cursor, dialect, many_rows=True)
 
     def filter_column(self, col: ColumnElement[Any]) -> ColumnElement[Any]:
         """Without statistics SQLite's planner would rather drive from a filter's index and
