@@ -5,7 +5,7 @@ same transaction: ``repository.versions``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from ...errors import AgentExistsError, NoChangesError
 from ...models import Agent, AgentConfig, AgentMetadata, AgentUpdate, trusted
@@ -31,8 +31,6 @@ from ..statements import (
 )
 from ..updating import apply_update, clone_config
 from ..versions import forget_versions, insert_agent, record_snapshot
-
-T = TypeVar("T")
 
 
 class Agents(Role):

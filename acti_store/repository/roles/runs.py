@@ -4,7 +4,7 @@ in one transaction: ``repository.recording`` and the engine's strategy) and the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from ...errors import AgentNotFoundError
 from ...models import (
@@ -30,8 +30,6 @@ from ..statements import (
     history_from_rows,
     stats_from_rows,
 )
-
-T = TypeVar("T")
 
 
 class Runs(Role):

@@ -4,7 +4,7 @@ query of ``repository.search`` (its plan asked of the engine's strategy)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from ...models import STRATA, Agent, SearchQuery
 from ...validation import integer
@@ -15,8 +15,6 @@ from ..paging import search_page
 from ..port import SearchPage
 from ..search import count_matches, needs_snapshot, search_rows
 from ..statements import COUNT_BY_STRATUM, FIRST_BY_STRATUM, agent_from_row
-
-T = TypeVar("T")
 
 
 class Search(Role):
