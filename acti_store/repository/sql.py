@@ -22,6 +22,7 @@ from .arguments import store_options
 from .asynchronous import Dispatch, GreenletDispatch, StoreThreads
 from .core import DIRECT, Role, StoreCore, Waits
 from .interface import AgentRepository, Clock, Mirror
+from .port import RepositoryPort
 from .roles.agents import Agents
 from .roles.interchange import Interchange
 from .roles.runs import Runs
@@ -39,7 +40,12 @@ def _by(role: str, method: Callable[Concatenate[R, P], T]) -> Callable[Concatena
     def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return method(getattr(self, role), *args, **kwargs)
 
-    return update_wrapper(call, method)
+    update_wrapper(call, method)
+    name = method.__name__
+    call.__qualname__ = f"SqlAgentRepository.{name}"
+    # The port's word on what it does and raises, unless the role says more.
+    call.__doc__ = method.__doc__ or getattr(RepositoryPort, name).__doc__
+    return call
 
 
 class SqlAgentRepository(AgentRepository):
@@ -80,8 +86,6 @@ class SqlAgentRepository(AgentRepository):
         )
         core.store = self
         self._core = core
-        self.read_only = read_only
-        self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
         self._agents = Agents(core)
         self._runs = Runs(core)
         self._versions = Versions(core)
@@ -97,6 +101,19 @@ class SqlAgentRepository(AgentRepository):
     @property
     def location(self) -> str:
         return self._core.location
+
+    @property
+    def keep_versions(self) -> int | None:
+        """Snapshots each agent keeps besides its current and labelled ones (None: all)."""
+        return self._core.keep_versions
+
+    @property  # the port's attribute, kept in the core
+    def read_only(self) -> bool:
+        return self._core.read_only
+
+    @read_only.setter
+    def read_only(self, read_only: bool) -> None:
+        self._core.read_only = read_only
 
     @property  # the port's attribute, kept in the core
     def mirror(self) -> Mirror | None:
