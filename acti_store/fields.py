@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, get_args
 
 from pydantic import BaseModel, Field, create_model
 from pydantic.fields import FieldInfo
@@ -22,9 +22,18 @@ class WhenSet:
 WHEN_SET: Final = WhenSet()
 
 
+def _markers(info: FieldInfo) -> list[object]:
+    """The metadata of a field's type, that of each member of a union too (``Annotated[str,
+    WHEN_SET] | None``)."""
+    found = list(info.metadata)
+    for member in get_args(info.annotation):
+        found.extend(getattr(member, "__metadata__", ()))
+    return found
+
+
 def marked(model: type[BaseModel], marker: object) -> frozenset[str]:
     """The fields of ``model`` whose type carries ``marker``."""
-    return frozenset(f for f, info in model.model_fields.items() if marker in info.metadata)
+    return frozenset(f for f, info in model.model_fields.items() if marker in _markers(info))
 
 
 def _optional(info: FieldInfo, dropped: Callable[..., Any]) -> Any:
