@@ -18,14 +18,16 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .models import (
     HISTORY_MAX_RECORDS,
     NAME_RULE,
+    WHEN_SET_FIELDS,
     Agent,
+    AgentConfig,
     ExecutionHistory,
     ExecutionRecord,
     is_valid_name,
@@ -42,28 +44,42 @@ def _optional_timestamp(value: datetime | None) -> str | None:
     return None if value is None else format_timestamp(value)
 
 
+#: The fields of a configuration, in the contract's order (the model's); the lists among them
+#: (a document owns its lists).
+_CONFIG_FIELDS: Final = tuple(AgentConfig.model_fields)
+_LIST_FIELDS: Final = tuple(
+    name for name, info in AgentConfig.model_fields.items() if get_origin(info.annotation) is list
+)
+
+
+def config_document(config: AgentConfig) -> dict[str, Any]:
+    """A configuration's fields as the agent document (and a version's ``config``) holds them,
+    in the model's order; a field ``WhenSet`` marks only when it is not None."""
+    document = {field: getattr(config, field) for field in _CONFIG_FIELDS}
+    for field in _LIST_FIELDS:
+        document[field] = list(document[field])
+    for field in WHEN_SET_FIELDS:
+        if document[field] is None:
+            del document[field]
+    return document
+
+
 def agent_document(agent: Agent) -> dict[str, Any]:
-    """The v2 agent document, keys in the contract's order."""
+    """The v2 agent document, keys in the contract's order: the configuration, then the
+    metadata block (the contract's fixed format, not configuration fields)."""
     meta = agent.metadata
-    return {
-        "name": agent.name,
-        "description": agent.description,
-        "system_prompt": agent.system_prompt,
-        "tools": list(agent.tools),
-        "model": agent.model,
-        "stratum": agent.stratum,
-        "tags": list(agent.tags),
-        "_metadata": {
-            "created_at": format_timestamp(meta.created_at),
-            "updated_at": format_timestamp(meta.updated_at),
-            "last_executed_at": _optional_timestamp(meta.last_executed_at),
-            "version": meta.version,
-            "builder": meta.builder,
-            "execution_count": meta.execution_count,
-            "success_count": meta.success_count,
-            "error_count": meta.error_count,
-        },
+    document = config_document(agent)
+    document["_metadata"] = {
+        "created_at": format_timestamp(meta.created_at),
+        "updated_at": format_timestamp(meta.updated_at),
+        "last_executed_at": _optional_timestamp(meta.last_executed_at),
+        "version": meta.version,
+        "builder": meta.builder,
+        "execution_count": meta.execution_count,
+        "success_count": meta.success_count,
+        "error_count": meta.error_count,
     }
+    return document
 
 
 def record_document(record: ExecutionRecord) -> dict[str, Any]:

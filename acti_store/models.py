@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .fields import WHEN_SET as WHEN_SET
+from .fields import marked, partial_fields
 from .timestamps import NAIVE_DATETIME_RULE as NAIVE_DATETIME_RULE
 from .timestamps import as_utc as as_utc
 from .timestamps import aware_utc, refuse_naive
@@ -102,16 +104,6 @@ TASK_MAX_LENGTH: Final = 10_000
 TIMEOUT_DEFAULT: Final = 60.0
 TIMEOUT_MIN: Final = 1.0
 TIMEOUT_MAX: Final = 300.0
-
-#: Fields an update may change, in the contract's order.
-UPDATABLE_FIELDS: Final[tuple[str, ...]] = (
-    "description",
-    "system_prompt",
-    "tools",
-    "model",
-    "stratum",
-    "tags",
-)
 
 DATE_FORMAT_HINT: Final = "Invalid date format. Use ISO 8601: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS"
 
@@ -294,7 +286,12 @@ class _Model(BaseModel):
 
 
 class AgentConfig(_Model):
-    """What a user defines about an agent: the fields of ``create_agent_config``."""
+    """What a user defines about an agent: the fields of ``create_agent_config``.
+
+    The one declaration of a configuration field: the update's fields, the columns of the agent,
+    snapshot and archive tables (``schema.ConfigColumns``), the statements' column lists and row
+    mappings, the documents, the tools' arguments and the command line's options derive from it.
+    """
 
     name: AgentName = Field(description="Unique snake_case identifier of the agent")
     description: Description = Field(description="What the agent does (10-500 characters)")
@@ -309,15 +306,19 @@ class AgentConfig(_Model):
     )
 
 
-class AgentUpdate(_Model):
-    """A partial change: ``None`` (or omitted) leaves a field unchanged, ``[]`` clears a list."""
+#: Fields an update may change, in the contract's order: the configuration but its name, which
+#: identifies the agent and never changes.
+UPDATABLE_FIELDS: Final[tuple[str, ...]] = tuple(f for f in AgentConfig.model_fields if f != "name")
+#: The configuration fields documents hold only when set (``fields.WhenSet``).
+WHEN_SET_FIELDS: Final = marked(AgentConfig, WHEN_SET)
+#: An update's fields: the updatable ones, each optional (None: keep), a None not made ``[]``.
+_UpdateFields: Any = partial_fields(
+    "_UpdateFields", _Model, AgentConfig, UPDATABLE_FIELDS, dropped=_none_as_empty
+)
 
-    description: Description | None = None
-    system_prompt: SystemPrompt | None = None
-    tools: ToolList | None = None
-    model: ModelId | None = None
-    stratum: Stratum | None = None
-    tags: TagList | None = None
+
+class AgentUpdate(_UpdateFields):  # type: ignore[misc]  # a class made at run time
+    """A partial change: ``None`` (or omitted) leaves a field unchanged, ``[]`` clears a list."""
 
     def changes(self) -> dict[str, Any]:
         """The fields this update sets, in the contract's order."""

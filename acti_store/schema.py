@@ -41,7 +41,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from .models import BUILDER, NAME_MAX_LENGTH, TOOL_CATEGORIES
+from .models import BUILDER, NAME_MAX_LENGTH, TOOL_CATEGORIES, UPDATABLE_FIELDS
 from .versioning import LABEL_MAX_LENGTH
 
 NAMING_CONVENTION: Final = {
@@ -172,18 +172,27 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-class AgentRow(Base):
-    __tablename__ = "agents"
+class ConfigColumns:
+    """The columns of an agent's configuration but its name (the fields of ``AgentConfig``), in
+    every table that holds one: ``agents``, ``agent_versions`` and ``agent_versions_archive``.
+    A new field of ``AgentConfig`` is a column here, and a revision in ``migrations/`` (checked
+    at import: ``_config_columns``)."""
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True)
     description: Mapped[str] = mapped_column(Text)
     system_prompt: Mapped[str] = mapped_column(Text)
     tools: Mapped[list[str]] = mapped_column(JSON)
-    tools_mask: Mapped[int] = mapped_column(Integer, index=True)
     model: Mapped[str] = mapped_column(String(200))
-    stratum: Mapped[str | None] = mapped_column(String(8), index=True)
+    stratum: Mapped[str | None] = mapped_column(String(8))
     tags: Mapped[list[str]] = mapped_column(JSON)
+
+
+class AgentRow(ConfigColumns, Base):
+    __tablename__ = "agents"
+    __table_args__ = (Index("ix_agents_stratum", "stratum"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True)
+    tools_mask: Mapped[int] = mapped_column(Integer, index=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
     last_executed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
@@ -228,7 +237,7 @@ class ExecutionRow(Base):
     agent_version: Mapped[int | None] = mapped_column(Counter)
 
 
-class AgentVersionRow(Base):
+class AgentVersionRow(ConfigColumns, Base):
     """An immutable snapshot of an agent's configuration at one version (revision 0006).
 
     Keyed by ``(agent_id, version)``; on SQLite a ``WITHOUT ROWID`` table, so that the row is
@@ -242,17 +251,11 @@ class AgentVersionRow(Base):
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
     )
     version: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=False)
-    description: Mapped[str] = mapped_column(Text)
-    system_prompt: Mapped[str] = mapped_column(Text)
-    tools: Mapped[list[str]] = mapped_column(JSON)
-    model: Mapped[str] = mapped_column(String(200))
-    stratum: Mapped[str | None] = mapped_column(String(8))
-    tags: Mapped[list[str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     message: Mapped[str | None] = mapped_column(Text)
 
 
-class ArchivedVersionRow(Base):
+class ArchivedVersionRow(ConfigColumns, Base):
     """The snapshots of agents deleted with ``delete_history=False``, kept by name beside
     their archived history."""
 
@@ -262,12 +265,6 @@ class ArchivedVersionRow(Base):
     id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
     agent_name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
     version: Mapped[int] = mapped_column(Counter)
-    description: Mapped[str] = mapped_column(Text)
-    system_prompt: Mapped[str] = mapped_column(Text)
-    tools: Mapped[list[str]] = mapped_column(JSON)
-    model: Mapped[str] = mapped_column(String(200))
-    stratum: Mapped[str | None] = mapped_column(String(8))
-    tags: Mapped[list[str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     message: Mapped[str | None] = mapped_column(Text)
 
@@ -319,6 +316,15 @@ class VersionStatsRow(Base):
     duration_total: Mapped[float] = mapped_column(Float)
     last_executed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
+
+def _config_columns() -> None:
+    """Refuse to start when ``ConfigColumns`` and ``AgentConfig`` disagree on the fields."""
+    declared, fields = set(ConfigColumns.__annotations__), set(UPDATABLE_FIELDS)
+    if declared != fields:
+        raise RuntimeError(f"ConfigColumns must have a column per field of {sorted(fields)}")
+
+
+_config_columns()
 
 #: The Core tables the repository writes its statements against.
 agents = cast(Table, AgentRow.__table__)

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from ..documents import DocumentError, loads
 from ..engine import LOCK_TIMEOUT_DEFAULT
 from ..errors import AgentNotFoundError
-from ..models import TOOL_CATEGORIES, AgentConfig, ExecutionRecord, is_valid_name
+from ..models import TOOL_CATEGORIES, UPDATABLE_FIELDS, AgentConfig, ExecutionRecord, is_valid_name
 from ..repository import AgentRepository
 from ..repository.deadline import pauses
 from ..tools import render
@@ -139,8 +139,8 @@ def _new_tags(repo: AgentRepository, args: argparse.Namespace) -> tuple[list[str
 def _update_once(repo: AgentRepository, args: argparse.Namespace) -> Result:
     changes = {
         field: getattr(args, field)
-        for field in ("description", "system_prompt", "tools", "model", "stratum")
-        if getattr(args, field) is not None
+        for field in UPDATABLE_FIELDS
+        if field != "tags" and getattr(args, field) is not None  # tags: read by _new_tags
     }
     read = _new_tags(repo, args)
     expected = None
@@ -315,15 +315,22 @@ def register(subparsers: Any) -> None:
     record.set_defaults(func=_cmd_record)
 
 
+#: The configuration fields with options of their own below: a comma-separated ``--tools`` list,
+#: tags added and removed. Every other field is ``--field-name VALUE``, its help the update tool's
+#: description of the argument.
+_OWN_OPTIONS: Final = frozenset({"tools", "tags"})
+#: What a field's value is called in the help (default TEXT).
+_METAVARS: Final = {"model": "PROVIDER:MODEL", "stratum": "STRATUM"}
+
+
 def _update_options(parser: argparse.ArgumentParser) -> None:
     def field(name: str, *flags: str, **options: Any) -> None:
         add_field_argument(parser, UpdateAgentConfigArgs, name, *flags, **options)
 
     add_field_argument(parser, AgentNameArgs, "name")
-    field("description", "--description", metavar="TEXT")
-    field("system_prompt", "--system-prompt", metavar="TEXT")
-    field("model", "--model", metavar="PROVIDER:MODEL")
-    field("stratum", "--stratum", metavar="STRATUM")
+    for name in UPDATABLE_FIELDS:
+        if name not in _OWN_OPTIONS:
+            field(name, f"--{name.replace('_', '-')}", metavar=_METAVARS.get(name, "TEXT"))
     parser.add_argument(
         "--tools",
         type=tool_list,

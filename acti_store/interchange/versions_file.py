@@ -20,9 +20,14 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from ..documents import DocumentError, describe_validation_error, format_timestamp
+from ..documents import (
+    DocumentError,
+    config_document,
+    describe_validation_error,
+    format_timestamp,
+)
 from ..models import Agent
-from ..versioning import CONFIG_FIELDS, MESSAGE_MAX_LENGTH, VersionLog, is_valid_label
+from ..versioning import MESSAGE_MAX_LENGTH, VersionLog, is_valid_label
 
 VERSIONS_SUFFIX: Final = "_versions.json"
 _KEYS: Final = ("agent_name", "current_version", "versions", "labels", "label_history")
@@ -51,7 +56,7 @@ def versions_document(agent: Agent, log: VersionLog) -> dict[str, Any]:
                 "version": v.version,
                 "created_at": format_timestamp(v.created_at),
                 "message": v.message,
-                "config": {field: _plain(getattr(v.config, field)) for field in CONFIG_FIELDS},
+                "config": config_document(v.config),
             }
             for v in kept
         ],
@@ -67,10 +72,6 @@ def versions_document(agent: Agent, log: VersionLog) -> dict[str, Any]:
             for m in log.label_history
         ],
     }
-
-
-def _plain(value: object) -> object:
-    return list(value) if isinstance(value, list) else value
 
 
 def parse_versions(file: str, document: object, agent: Agent) -> VersionLog:

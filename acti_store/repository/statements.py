@@ -2,16 +2,20 @@
 mapping between their rows and the domain models.
 
 Stored rows were validated on the way in: they become models without re-validation (``trusted``).
-A row's fields are read by position, each position taken from the column list the statement
-selects (``AGENT_COLUMNS``, ``EXECUTION_COLUMNS``): reorder a list and every reader follows.
+A row's fields are read by name: each name's position is taken from the column list the statement
+selects (``AGENT_COLUMNS``, ``EXECUTION_COLUMNS``), so reordering a list moves every reader with
+it. The configuration columns, and how a row maps to an agent and back, derive from the fields of
+``AgentConfig``: a new field needs no change here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import (
+    JSON,
     Column,
     Integer,
     and_,
@@ -26,6 +30,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ..models import (
     HISTORY_MAX_RECORDS,
+    UPDATABLE_FIELDS,
     Agent,
     AgentConfig,
     AgentMetadata,
@@ -37,19 +42,15 @@ from ..models import (
 from ..schema import agent_tags, agents, executions, tools_mask
 from ..sqlexec import Cursor, Prepared
 
+M = TypeVar("M", bound=BaseModel)
+
 # --------------------------------------------------------------------------------------------------
 # Columns, and where each field sits in a row
 # --------------------------------------------------------------------------------------------------
 
-#: An agent's configuration columns but its name (what a version snapshot copies), in order.
-CONFIG_COLUMNS: Final = (
-    agents.c.description,
-    agents.c.system_prompt,
-    agents.c.tools,
-    agents.c.model,
-    agents.c.stratum,
-    agents.c.tags,
-)
+#: An agent's configuration columns but its name (what a version snapshot copies), in the
+#: model's order.
+CONFIG_COLUMNS: Final = tuple(agents.c[field] for field in UPDATABLE_FIELDS)
 #: What every read of whole agents selects, in this order.
 AGENT_COLUMNS: Final = (
     agents.c.id,
@@ -89,18 +90,7 @@ _RECORD_AT: Final = _positions(EXECUTION_COLUMNS)
 # Positions in a row of AGENT_COLUMNS: plain integers, read as fast as literals.
 ID: Final = _AGENT_AT["id"]
 NAME: Final = _AGENT_AT["name"]
-_DESCRIPTION: Final = _AGENT_AT["description"]
-_SYSTEM_PROMPT: Final = _AGENT_AT["system_prompt"]
-_TOOLS: Final = _AGENT_AT["tools"]
-_MODEL: Final = _AGENT_AT["model"]
-_STRATUM: Final = _AGENT_AT["stratum"]
-_TAGS: Final = _AGENT_AT["tags"]
-_CREATED_AT: Final = _AGENT_AT["created_at"]
-_UPDATED_AT: Final = _AGENT_AT["updated_at"]
 LAST_EXECUTED_AT: Final = _AGENT_AT["last_executed_at"]
-_VERSION: Final = _AGENT_AT["version"]
-_BUILDER: Final = _AGENT_AT["builder"]
-_EXECUTION_COUNT: Final = _AGENT_AT["execution_count"]
 SUCCESS_COUNT: Final = _AGENT_AT["success_count"]
 ERROR_COUNT: Final = _AGENT_AT["error_count"]
 TOTAL_EXECUTIONS: Final = _AGENT_AT["total_executions"]
@@ -116,16 +106,7 @@ _TOOL_CALLS_COUNT: Final = _RECORD_AT["tool_calls_count"]
 _ERROR_TYPE: Final = _RECORD_AT["error_type"]
 
 #: The parameters an agent row is written from: ``config_values`` | ``metadata_values``.
-_CONFIG_KEYS: Final = (
-    "name",
-    "description",
-    "system_prompt",
-    "tools",
-    "tools_mask",
-    "model",
-    "stratum",
-    "tags",
-)
+_CONFIG_KEYS: Final = ("name", *UPDATABLE_FIELDS, "tools_mask")
 _METADATA_KEYS: Final = (
     "created_at",
     "updated_at",
@@ -276,30 +257,46 @@ EXPORT_RECORDS: Final = records_of(executions.c.agent_id.in_(_page.scalar_subque
 # --------------------------------------------------------------------------------------------------
 
 
-def agent_from_row(row: Sequence[Any]) -> Agent:
-    """The agent in a row of ``AGENT_COLUMNS``."""
-    metadata = trusted(
-        AgentMetadata,
-        created_at=row[_CREATED_AT],
-        updated_at=row[_UPDATED_AT],
-        last_executed_at=row[LAST_EXECUTED_AT],
-        version=row[_VERSION],
-        builder=row[_BUILDER],
-        execution_count=row[_EXECUTION_COUNT],
-        success_count=row[SUCCESS_COUNT],
-        error_count=row[ERROR_COUNT],
-    )
-    return trusted(
-        Agent,
-        name=row[NAME],
-        description=row[_DESCRIPTION],
-        system_prompt=row[_SYSTEM_PROMPT],
-        tools=list(row[_TOOLS]),
-        model=row[_MODEL],
-        stratum=row[_STRATUM],
-        tags=list(row[_TAGS]),
-        metadata=metadata,
-    )
+def model_reader(
+    model: type[M],
+    columns: Sequence[Column[Any]],
+    *given: str,
+    **nested: type[BaseModel],
+) -> Callable[..., M]:
+    """What makes a ``model`` (``trusted``) of a row that selects ``columns``, its fields in the
+    model's order: each read by name, from the position its column has in ``columns`` (JSON lists
+    copied: a model owns its lists); a ``nested`` field a model of its own read from the same row;
+    the fields ``given`` passed after the row, in that order.
+
+    The reader is compiled once, as the hand-written function would read (``row[3]``, a constant
+    index per field): a row is read as fast as by literal positions, and a field added to the
+    model or a column list moves every reader with it."""
+    at = _positions(columns)
+    namespace: dict[str, Any] = {"trusted": trusted}
+
+    def value(name: str) -> str:
+        if name in given:
+            return name
+        if name in nested:
+            return build(nested[name])
+        if isinstance(columns[at[name]].type, JSON):
+            return f"list(row[{at[name]}])"
+        return f"row[{at[name]}]"
+
+    def build(kind: type[BaseModel]) -> str:
+        namespace[kind.__name__] = kind
+        values = ", ".join(f"{name}={value(name)}" for name in kind.model_fields)
+        return f"trusted({kind.__name__}, {values})"
+
+    source = f"def read({', '.join(['row', *given])}):\n    return {build(model)}\n"
+    exec(source, namespace)  # our own text: names of model fields, and integers
+    reader: Callable[..., M] = namespace["read"]
+    reader.__qualname__ = f"model_reader.<{model.__name__}>"
+    return reader
+
+
+#: The agent in a row of ``AGENT_COLUMNS``.
+agent_from_row: Final = model_reader(Agent, AGENT_COLUMNS, metadata=AgentMetadata)
 
 
 def record_from_row(row: Sequence[Any], offset: int = 0) -> ExecutionRecord:
@@ -395,18 +392,19 @@ def export_page(
     ]
 
 
+def plain_values(config: AgentConfig, fields: Iterable[str]) -> dict[str, Any]:
+    """``fields`` of ``config`` as statement parameters, lists copied."""
+    return {
+        field: list(value) if isinstance(value := getattr(config, field), list) else value
+        for field in fields
+    }
+
+
 def config_values(config: AgentConfig) -> dict[str, Any]:
     """The parameters of an agent row's config columns."""
-    return {
-        "name": config.name,
-        "description": config.description,
-        "system_prompt": config.system_prompt,
-        "tools": list(config.tools),
-        "tools_mask": tools_mask(config.tools),
-        "model": config.model,
-        "stratum": config.stratum,
-        "tags": list(config.tags),
-    }
+    values = plain_values(config, AgentConfig.model_fields)
+    values["tools_mask"] = tools_mask(config.tools)
+    return values
 
 
 def metadata_values(meta: AgentMetadata, total_executions: int) -> dict[str, Any]:

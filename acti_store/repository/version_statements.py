@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
-from ..models import AgentConfig, ExecutionStats, trusted
+from ..models import UPDATABLE_FIELDS, AgentConfig, ExecutionStats, trusted
 from ..schema import (
     UtcDateTime,
     agent_labels,
@@ -40,31 +40,24 @@ from ..schema import (
 from ..schema import version_stats as stats_table
 from ..sqlexec import Prepared
 from ..versioning import AgentVersion, LabelMove, version_of
-from .statements import CONFIG_COLUMNS
+from .statements import CONFIG_COLUMNS, model_reader, plain_values
 
+#: A snapshot row: its version, the configuration but the name (``UPDATABLE_FIELDS``), when it
+#: was made and its message. Rows are read by name (``_config_of``, ``_VERSION_AT``).
 _VERSION_COLUMNS: Final = (
     agent_versions.c.version,
-    agent_versions.c.description,
-    agent_versions.c.system_prompt,
-    agent_versions.c.tools,
-    agent_versions.c.model,
-    agent_versions.c.stratum,
-    agent_versions.c.tags,
+    *(agent_versions.c[field] for field in UPDATABLE_FIELDS),
     agent_versions.c.created_at,
     agent_versions.c.message,
 )
-_SNAPSHOT_KEYS: Final = (
-    "agent_id",
-    "version",
-    "description",
-    "system_prompt",
-    "tools",
-    "model",
-    "stratum",
-    "tags",
-    "created_at",
-    "message",
-)
+_VERSION_AT: Final = {column.key: index for index, column in enumerate(_VERSION_COLUMNS)}
+_NUMBER: Final = _VERSION_AT["version"]
+_CREATED_AT: Final = _VERSION_AT["created_at"]
+_MESSAGE: Final = _VERSION_AT["message"]
+#: The configuration of a snapshot row, its agent's name given.
+_config_of: Final = model_reader(AgentConfig, _VERSION_COLUMNS, "name")
+#: The parameters of a snapshot; its configuration columns in ``CONFIG_COLUMNS``' order.
+_SNAPSHOT_KEYS: Final = ("agent_id", "version", *UPDATABLE_FIELDS, "created_at", "message")
 _of_agent = agent_versions.c.agent_id == bindparam("agent_id")
 _newest_first = agent_versions.c.version.desc()
 
@@ -299,12 +292,7 @@ def snapshot_values(
     return {
         "agent_id": agent_id,
         "version": version,
-        "description": config.description,
-        "system_prompt": config.system_prompt,
-        "tools": list(config.tools),
-        "model": config.model,
-        "stratum": config.stratum,
-        "tags": list(config.tags),
+        **plain_values(config, UPDATABLE_FIELDS),
         "created_at": created_at,
         "message": message,
     }
@@ -312,17 +300,8 @@ def snapshot_values(
 
 def version_from_row(name: str, row: Sequence[Any], labels: list[str]) -> AgentVersion:
     """The snapshot in a row of ``_VERSION_COLUMNS``."""
-    config = trusted(
-        AgentConfig,
-        name=name,
-        description=row[1],
-        system_prompt=row[2],
-        tools=list(row[3]),
-        model=row[4],
-        stratum=row[5],
-        tags=list(row[6]),
-    )
-    return version_of(name, row[0], config, row[7], row[8], labels)
+    config = _config_of(row, name)
+    return version_of(name, row[_NUMBER], config, row[_CREATED_AT], row[_MESSAGE], labels)
 
 
 def move_from_row(row: Sequence[Any]) -> LabelMove:

@@ -28,7 +28,6 @@ from ..errors import (
     VersionConflictError,
 )
 from ..models import (
-    DEFAULT_MODEL,
     HISTORY_LIMIT_DEFAULT,
     SEARCH_LIMIT_DEFAULT,
     STRATA,
@@ -42,7 +41,7 @@ from ..models import (
 )
 from ..repository import AgentRepository
 from ..validation import FieldError
-from . import listing, render, render_history, texts
+from . import listing, render, render_history, schemas, texts
 from .outcomes import (
     Refused,
     Result,
@@ -55,7 +54,7 @@ from .outcomes import (
     valid_name,
     validated,
 )
-from .parameters import STRATUM, CloneOverrides, DeleteParameters
+from .parameters import STRATUM, CloneOverrides, DeleteParameters, takes
 
 if TYPE_CHECKING:
     from ..execution import AgentRunner
@@ -140,17 +139,12 @@ class BuilderTools:
 
     # -- CRUD --------------------------------------------------------------------------------------
 
+    @takes(schemas.CreateAgentConfigArgs)
     @tool_boundary
     def create_agent_config(
-        self,
-        name: object,
-        description: object,
-        system_prompt: object,
-        tools: object = None,
-        model: object = DEFAULT_MODEL,
-        stratum: object = None,
-        tags: object = None,
+        self, /, name: object, description: object, system_prompt: object, **fields: object
     ) -> Result:
+        stratum = fields.get("stratum")
         if stratum is not None:
             try:
                 STRATUM.validate_python(stratum)
@@ -160,15 +154,7 @@ class BuilderTools:
                 ) from None
         config = validated(
             AgentConfig,
-            {
-                "name": name,
-                "description": description,
-                "system_prompt": system_prompt,
-                "tools": tools,
-                "model": model,
-                "stratum": stratum,
-                "tags": tags,
-            },
+            {"name": name, "description": description, "system_prompt": system_prompt, **fields},
             render.config_invalid,
         )
         try:
@@ -189,19 +175,16 @@ class BuilderTools:
         agent = self._get(valid_name("name", name), texts.USE_NAMES_OR_CREATE)
         return success(render.agent_config(agent), agent=agent_document(agent))
 
+    @takes(schemas.UpdateAgentConfigArgs)
     @tool_boundary
     def update_agent_config(
         self,
+        /,
         name: object,
-        description: object = None,
-        system_prompt: object = None,
-        tools: object = None,
-        model: object = None,
-        stratum: object = None,
-        tags: object = None,
         *,
         message: str | None = None,
         expected: int | None = None,
+        **fields: object,
     ) -> Result:
         agent_name = valid_name("name", name)
 
@@ -209,18 +192,7 @@ class BuilderTools:
             return render.update_invalid(agent_name, errors)
 
         try:
-            changes = validated(
-                AgentUpdate,
-                {
-                    "description": description,
-                    "system_prompt": system_prompt,
-                    "tools": tools,
-                    "model": model,
-                    "stratum": stratum,
-                    "tags": tags,
-                },
-                describe,
-            )
+            changes = validated(AgentUpdate, fields, describe)
             # None (the model's calls): the latest, no conflict; a CLI tag edit expects its read.
             outcome = self.repo.update_returning_previous(agent_name, changes, expected, message)
         except Refused:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
 from ..models import (
     DEFAULT_MODEL,
@@ -40,6 +40,8 @@ from ..models import (
     TIMEOUT_MIN,
     TOOL_CATEGORIES,
     UPDATABLE_FIELDS,
+    AgentConfig,
+    AgentUpdate,
     ExecutionRequest,
     HistoryRequest,
     SearchQuery,
@@ -126,7 +128,13 @@ class NoArgs(_Args):
     """This tool takes no arguments."""
 
 
-class CreateAgentConfigArgs(_Args):
+# The arguments of the contract's configuration fields stay hand-written: their descriptions are
+# the contract's fixed text (what the model reads, recorded in
+# tests/data/builder_tool_schemas.json), not the models' short descriptions. A field added after
+# them gets its argument from the model (``_with_config_fields``).
+
+
+class _CreateAgentConfigArgs(_Args):
     """Arguments of create_agent_config."""
 
     name: Annotated[Any, WithJsonSchema(NAME)] = Field(
@@ -171,7 +179,7 @@ class AgentNameArgs(_Args):
     )
 
 
-class UpdateAgentConfigArgs(_Args):
+class _UpdateAgentConfigArgs(_Args):
     """Arguments of update_agent_config."""
 
     name: Annotated[Any, WithJsonSchema(NAME)] = Field(
@@ -205,6 +213,43 @@ class UpdateAgentConfigArgs(_Args):
         description="Replaces the whole tag list; [] removes all tags. Omit to keep the "
         "current tags.",
     )
+
+
+def _nullable_field(model: type[BaseModel], field: str) -> JsonSchema:
+    """The JSON schema of ``model``'s ``field`` as a tool argument that may be null: its type
+    and rules, without its title, default and description (the argument has its own)."""
+    schema = model.model_json_schema()["properties"][field]
+    shown = {k: v for k, v in schema.items() if k not in ("title", "default", "description")}
+    return shown if {"type": "null"} in shown.get("anyOf", ()) else _nullable(shown)
+
+
+def _with_config_fields(
+    name: str, contract: type[_Args], model: type[BaseModel], note: str = ""
+) -> type[_Args]:
+    """``contract``'s arguments (the contract's fixed texts, hand-written above), then one for
+    each field of ``model`` it lacks: a configuration field added after the contract's is an
+    argument of the tool without any code here, described by the model (``note`` appended),
+    null by default (not given)."""
+    added: dict[str, Any] = {
+        field: (
+            Annotated[Any, WithJsonSchema(_nullable_field(model, field))],
+            Field(default=None, description=f"{info.description}.{note}"),
+        )
+        for field, info in model.model_fields.items()
+        if field not in contract.model_fields
+    }
+    made: type[_Args] = create_model(
+        name, __base__=contract, __module__=__name__, __doc__=contract.__doc__, **added
+    )
+    return made
+
+
+CreateAgentConfigArgs: Final = _with_config_fields(
+    "CreateAgentConfigArgs", _CreateAgentConfigArgs, AgentConfig
+)
+UpdateAgentConfigArgs: Final = _with_config_fields(
+    "UpdateAgentConfigArgs", _UpdateAgentConfigArgs, AgentUpdate, " Omit to keep the current one."
+)
 
 
 class DeleteAgentConfigArgs(_Args):

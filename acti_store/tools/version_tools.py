@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..documents import config_document
 from ..errors import (
     AgentNotFoundError,
     LabelNotFoundError,
@@ -26,7 +27,9 @@ from .version_schemas import LabelRequest, RollbackRequest, VersionListRequest, 
 
 
 def _version_document(version: AgentVersion) -> dict[str, Any]:
-    return version.model_dump(mode="json")
+    document = version.model_dump(mode="json")
+    document["config"] = config_document(version.config)  # a WHEN_SET field only when set
+    return document
 
 
 class VersionTools:
