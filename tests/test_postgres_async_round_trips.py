@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -18,10 +19,16 @@ from typing import Any
 import pytest
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
 from psycopg import pq
-from sqlalchemy import event
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
 
-from acti_store import AgentUpdate, ExecutionRecord, SqlAgentRepository, open_repository
+from acti_store import (
+    AgentExistsError,
+    AgentUpdate,
+    ExecutionRecord,
+    SqlAgentRepository,
+    open_repository,
+)
 
 pytestmark = [
     pytest.mark.postgresql,
@@ -149,3 +156,41 @@ def test_an_async_write_takes_no_more_round_trips_than_the_sync_one(
         assert sync[0] >= 1, name  # the wire was watched
         assert asynchronous[1] == sync[1], name  # the same statements
         assert asynchronous[0] <= sync[0], (name, sync, asynchronous)
+
+
+async def test_an_async_write_that_fails_in_its_pipeline_raises_and_leaves_the_store_working(
+    pg_repo: SqlAgentRepository,
+) -> None:
+    await pg_repo.acreate(make_config("lead_qualifier"))
+    try:
+        with pytest.raises(AgentExistsError):  # an error of a statement sent without waiting
+            await pg_repo.acreate(make_config("lead_qualifier"))
+        for _ in range(3):
+            await pg_repo.arecord_execution("lead_qualifier", run())
+        assert (await pg_repo.aexecution_stats("lead_qualifier")).total_executions == 3
+    finally:
+        await pg_repo.aclose()
+
+
+async def test_an_async_connection_the_server_ended_is_replaced_before_it_is_used(
+    pg_repo: SqlAgentRepository,
+) -> None:
+    await pg_repo.acreate(make_config("lead_qualifier"))
+    engine = pg_repo._async_dispatch().engine()  # type: ignore[attr-defined]
+    try:
+        async with engine.connect() as conn:  # the pool's one connection, idle again after
+            pid = (await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one()
+        admin = create_engine(str(POSTGRES_URL), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            assert conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar()
+            gone = text("SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = :pid")
+            deadline = time.monotonic() + 10
+            while not conn.execute(gone, {"pid": pid}).scalar() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        admin.dispose()
+        # Not pinged (used a moment ago): what the server sent gives the dead one away.
+        assert (await pg_repo.aget("lead_qualifier")).name == "lead_qualifier"
+        await pg_repo.arecord_execution("lead_qualifier", run())
+        assert (await pg_repo.aget_history("lead_qualifier")).total_executions == 1
+    finally:
+        await pg_repo.aclose()

@@ -28,14 +28,14 @@ def psycopg_connection() -> type[Any]:
 
 
 @cache
-def _async_adapter() -> type[Any]:
-    """SQLAlchemy's adapter of psycopg's async connection (the async API's twin runs on it,
-    through the greenlet bridge); a class nothing is an instance of without psycopg."""
+def _psycopg_async_connection() -> type[Any]:
+    """psycopg's async connection class (under SQLAlchemy's adapter, the async API's twin runs
+    on one, through the greenlet bridge); a class nothing is an instance of without psycopg."""
     try:
-        from sqlalchemy.dialects.postgresql.psycopg import AsyncAdapt_psycopg_connection
-    except ImportError:  # pragma: no cover - psycopg is what made the connection
+        from psycopg import AsyncConnection
+    except ImportError:
         return type("NoAsyncPsycopg", (), {})
-    return AsyncAdapt_psycopg_connection
+    return AsyncConnection
 
 
 class _BridgedCursor:
@@ -181,9 +181,10 @@ def run_transaction(
     """
     connection = connections.take()
     driver = engine.driver_connection(connection)
+    own_driver = getattr(connection, "driver_connection", None)  # a pooled one's driver's
     bridged = (
-        _BridgedConnection(connection.driver_connection)
-        if isinstance(driver, _async_adapter())
+        _BridgedConnection(own_driver)
+        if isinstance(own_driver, _psycopg_async_connection())
         else None
     )
     pipelined = (
