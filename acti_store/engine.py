@@ -250,9 +250,11 @@ def _postgresql_checkout(
     down: the socket is readable then). A dead one is replaced by a new connection."""
     now = time.monotonic()
     idle = now - record.info.get(_RETURNED, now)  # a connection just made is not pinged
-    if not dbapi_connection.closed and idle < POSTGRES_PING_IDLE:
+    # The driver's own connection: psycopg's, also under the async API's adapter.
+    driver = record.driver_connection
+    if not dbapi_connection.closed and idle < POSTGRES_PING_IDLE and driver is not None:
         try:
-            readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)
+            readable, _, _ = select.select([driver.fileno()], [], [], 0)
         except (OSError, ValueError):
             readable = [True]
         if not readable:
@@ -388,9 +390,9 @@ def make_engine(
     if _async:  # what create_async_engine does: its sync engine, on the async driver's pool
         resolved = resolved.set(drivername=f"{resolved.get_backend_name()}+psycopg_async")
         kwargs["_is_async"] = True
-        kwargs.setdefault("pool_pre_ping", True)
     engine = _create_engine(resolved, kwargs)
-    if not _async and not kwargs.get("pool_pre_ping"):
+    # The async API's engine too: its coroutines cost the server what the sync calls cost.
+    if not kwargs.get("pool_pre_ping"):
         event.listen(engine, "checkin", _postgresql_checkin)
         event.listen(engine, "checkout", lambda c, r, _: _postgresql_checkout(engine, c, r))
     # First of the connect listeners, so the dialect reads the store's schema as the default

@@ -140,10 +140,10 @@ async def test_a_run_goes_on_the_runs_loop_with_the_callers_context(
     report = await runner.run(repo.get("plain_agent"), "Greet me")
     assert report.artifact["status"] == "success", report.text
     assert seen == [(THREAD_NAME, "request-42")]
-    # The synchronous path is unchanged: the run goes on in the caller's thread.
+    # The synchronous path goes there too (one way of running a run), the context with it.
     report = await asyncio.to_thread(runner.run_sync, repo.get("plain_agent"), "Greet me")
     assert report.artifact["status"] == "success", report.text
-    assert seen[1][0] != THREAD_NAME
+    assert seen[1] == (THREAD_NAME, "request-42")
     assert repo.get_history("plain_agent").total_executions == 2
 
 

@@ -212,6 +212,11 @@ async def test_twenty_http_clients_at_once(store_url: str, monkeypatch: pytest.M
     assert shared.metadata.success_count == CLIENTS * RUNS_EACH
     assert history.total_executions == CLIENTS * RUNS_EACH
     assert len(names) == CLIENTS + 1
-    assert threads and loop_thread not in threads  # no statement ever ran on the loop's thread
+    # No blocking statement ever ran on the loop's thread; on PostgreSQL none ran at all: the
+    # server's store work (tools, resources, the runs' records) all goes through the async API.
+    if repo.engine.dialect.name == "postgresql":
+        assert not threads
+    else:
+        assert threads and loop_thread not in threads
     assert max(lags) < MAX_LAG_S, f"the loop woke {max(lags):.3f} s late"
     print(f"heartbeat: {len(lags)} beats, max lag {max(lags) * 1000:.1f} ms")

@@ -6,6 +6,9 @@ On the caller's loop, twenty runs at once stall that loop for hundreds of millis
 their steps fall due together. ``in_background`` runs the coroutine on one loop of our own, in a
 daemon thread ("acti-store-runs"), and the caller's loop just waits for the answer: what is left
 for the caller is the GIL, which a busy thread hands over every ``sys.getswitchinterval()`` (5 ms).
+Synchronous callers (``AgentRunner.run_sync``, a warm pool's ``close``) wait for that same loop
+(``wait_in_background``): every run, whoever starts it, goes there, and its MCP sessions and the
+store's connections for its record belong to that one loop.
 
 Cancelling the caller cancels the run, and the caller waits until the run has stopped (its MCP
 servers closed) before it sees ``CancelledError``. Context variables (tracing, callbacks) go

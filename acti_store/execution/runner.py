@@ -36,7 +36,6 @@ report), ``texts`` and ``results``.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import math
 import os
@@ -148,23 +147,12 @@ class AgentRunner(KeepsServers):
         version: int | None = None,
         label: str | None = None,
     ) -> RunReport:
-        """``run``, from synchronous code, on an event loop of its own (``asyncio.run``); in a
-        worker thread when this thread runs a loop."""
+        """``run``, from synchronous code: on the runs' own loop (``background``), as ``run``
+        runs it, this thread waiting (also when it runs a loop of its own)."""
         request = _request(task, timeout, skip_unavailable_tools)
         self._require_recordable()
-        chosen, pinned = self._pinned(agent, version, label)
-        if self._warm is not None:  # its servers live on the runs' loop
-            return wait_in_background(self._perform(chosen, request, pinned))
-
-        def run() -> RunReport:
-            return asyncio.run(self._perform(chosen, request, pinned))
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return run()
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(run).result()
+        chosen, pinned = self._pinned(self._repo, agent, version, label)
+        return wait_in_background(self._perform(chosen, request, pinned))
 
     async def run(
         self,
@@ -198,8 +186,10 @@ class AgentRunner(KeepsServers):
         self._require_recordable()
         if isinstance(agent, Agent) and version is None and label is None:
             chosen, pinned = agent, None
-        else:  # the store's reads, in a thread
-            chosen, pinned = await asyncio.to_thread(self._pinned, agent, version, label)
+        else:  # the store's reads, through its async API
+            chosen, pinned = await self._repo.acall(
+                lambda repo: self._pinned(repo, agent, version, label)
+            )
         return await in_background(self._perform(chosen, request, pinned))
 
     def _require_recordable(self) -> None:
@@ -207,15 +197,17 @@ class AgentRunner(KeepsServers):
         if self._repo.read_only:
             raise ReadOnlyStoreError.opened_read_only(self._repo.location)
 
+    @staticmethod
     def _pinned(
-        self, agent: Agent | str, version: int | None, label: str | None
+        repo: AgentRepository, agent: Agent | str, version: int | None, label: str | None
     ) -> tuple[Agent, int | None]:
-        """The agent to run (with the pinned version's configuration) and the version pinned."""
+        """The agent to run (with the pinned version's configuration) and the version pinned,
+        read from ``repo`` (the store, or the twin ``acall`` hands over)."""
         if version is None and label is None:
-            return (agent if isinstance(agent, Agent) else self._repo.get(agent)), None
+            return (agent if isinstance(agent, Agent) else repo.get(agent)), None
         name = agent if isinstance(agent, str) else agent.name
-        current = agent if isinstance(agent, Agent) else self._repo.get(name)
-        saved = self._repo.get_version(name, version, label=label)
+        current = agent if isinstance(agent, Agent) else repo.get(name)
+        saved = repo.get_version(name, version, label=label)
         return Agent(**dict(saved.config), metadata=current.metadata), saved.version
 
     async def _perform(
@@ -233,15 +225,22 @@ class AgentRunner(KeepsServers):
             connect_limit=self._connect_timeout,
         )
         outcome = await self._run(state, request.skip_unavailable_tools)
-        return await asyncio.to_thread(self._conclude, state, outcome, pinned)
+        # Scrubbing and rendering compute: on the store's threads, the record written as the
+        # store's coroutines write (``acall_in_thread``).
+        return await self._repo.acall_in_thread(
+            lambda repo: self._conclude(repo, state, outcome, pinned)
+        )
 
-    def _conclude(self, state: RunState, outcome: Outcome, pinned: int | None = None) -> RunReport:
-        """The report of ``outcome``, recorded in the history if the run counts (in a thread),
-        for the ``pinned`` version (default: the current one)."""
+    @staticmethod
+    def _conclude(
+        repo: AgentRepository, state: RunState, outcome: Outcome, pinned: int | None = None
+    ) -> RunReport:
+        """The report of ``outcome``, recorded in ``repo``'s history if the run counts, for the
+        ``pinned`` version (default: the current one)."""
         report = finish(state, outcome)
         if report.record is not None:
             try:
-                self._repo.record_execution(state.agent.name, report.record, version=pinned)
+                repo.record_execution(state.agent.name, report.record, version=pinned)
             except AgentStoreError as exc:
                 logger.error(
                     "run of agent %r not recorded: %s",

@@ -3,7 +3,8 @@
 Built on the official MCP Python SDK's low-level ``Server`` (``mcp.server.lowlevel``): the tools'
 input schemas are the args schemas the LangChain tools show (``tools.specs.TOOL_SPECS``), and
 their arguments reach ``BuilderTools`` unchecked by the SDK, so a wrong value gets the contract's
-``ERROR: ...`` text, as it does through LangChain. Store work runs in worker threads (``work``).
+``ERROR: ...`` text, as it does through LangChain. Store work goes through the
+store's async API (the tools' coroutines, ``repo.acall``), as LangChain's ``ainvoke`` does.
 
 - ``tools``: the tools, derived from the declarations; ``content`` is the tool's text,
   ``structuredContent`` its artifact, ``isError`` true on every refusal.

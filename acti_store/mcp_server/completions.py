@@ -14,9 +14,9 @@ from typing import Final
 from mcp import types
 
 from ..models import STRATA, SearchQuery, is_valid_name
+from ..repository import AgentRepository
 from ..tools.builder import BuilderTools
 from . import texts
-from .work import off_loop
 
 #: Most values one answer holds (the MCP specification's limit).
 MAX_VALUES: Final = 100
@@ -34,13 +34,13 @@ def _completion(values: list[str], total: int | None = None) -> types.Completion
 
 
 class Completions:
-    """The completions of one store's names, read through ``builder`` (off the event loop)."""
+    """The completions of one store's names, read through the store's async API (``acall``)."""
 
     def __init__(self, builder: BuilderTools) -> None:
         self._builder = builder
 
-    def _names(self, prefix: str) -> types.Completion:
-        repo = self._builder.repo
+    @staticmethod
+    def _names(repo: AgentRepository, prefix: str) -> types.Completion:
         if not prefix:
             page = repo.search_page(SearchQuery(sort_by="name", limit=MAX_VALUES))
             return _completion([a.name for a in page.agents], page.total)
@@ -68,7 +68,8 @@ class Completions:
         """The values that complete argument ``name`` of ``ref``, typed so far as ``value``."""
         if isinstance(ref, types.ResourceTemplateReference):
             if ref.uri in NAME_TEMPLATES and name == "name":
-                return await off_loop(self._names, value)
+                repo = await self._builder.arepo()
+                return await repo.acall(lambda r: self._names(r, value))
         elif ref.name == texts.BUILD_AGENT and name == "stratum":
             typed = value.upper()
             return _completion([s for s in STRATA if s.startswith(typed)])

@@ -185,7 +185,8 @@ class ParsableBody:
         body = b"".join(chunks)
         if len(body) < INLINE_PARSE:
             problem = _unparsable(body)
-        else:  # a long body parses in a worker thread, the event loop kept free
+        else:  # a long body parses in a worker thread, the event loop kept free: CPU work,
+            # not the store's (that goes through the store's async API), so on anyio's threads.
             problem = await anyio.to_thread.run_sync(_unparsable, body)
         if problem is not None:
             error = {"code": PARSE_ERROR, "message": f"Parse error: {problem}"}

@@ -25,12 +25,11 @@ from pydantic import AnyUrl
 from ..documents import dumps
 from ..errors import AgentStoreError, InvalidInputError
 from ..models import HISTORY_MAX_RECORDS, SearchQuery
-from ..repository import SearchPage
 from ..tools import render
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
+from ..tools.specs import SPECS_BY_NAME, tool_coroutine
 from . import texts
-from .work import off_loop
 
 #: The MCP specification's error code for a resource that does not exist.
 RESOURCE_NOT_FOUND: Final = -32002
@@ -91,18 +90,22 @@ def _store_error(exc: AgentStoreError) -> McpError:
 
 
 class Resources:
-    """The resources of one store, read through ``builder`` (off the event loop)."""
+    """The resources of one store, read through ``builder``'s tools and the store's async API
+    (the tools' coroutines, ``acall``): the event loop is never held."""
 
     def __init__(self, builder: BuilderTools) -> None:
         self._builder = builder
 
-    def _page(self, cursor: str | None) -> SearchPage:
-        return self._builder.repo.search_page(SearchQuery(sort_by="name", limit=PAGE_SIZE), cursor)
+    async def _tool(self, tool: str, /, **arguments: Any) -> Result:
+        """What ``tool`` answers, run as its coroutine (``specs.tool_coroutine``)."""
+        return await tool_coroutine(self._builder, SPECS_BY_NAME[tool])(**arguments)
 
     async def page(self, cursor: str | None) -> types.ListResourcesResult:
         """``acti://agents`` (on the first page), then every agent by name, a page at a time."""
+        query = SearchQuery(sort_by="name", limit=PAGE_SIZE)
         try:
-            page = await off_loop(self._page, cursor)
+            repo = await self._builder.arepo()
+            page = await repo.acall(lambda r: r.search_page(query, cursor))
         except InvalidInputError as exc:  # a cursor this server did not give
             raise _error(types.INVALID_PARAMS, str(exc)) from None
         except AgentStoreError as exc:
@@ -122,7 +125,7 @@ class Resources:
     async def read(self, uri: str) -> list[ReadResourceContents]:
         """The resource at ``uri`` as JSON; an unknown one is an MCP error saying what exists."""
         if uri == texts.AGENTS_URI:
-            _, listing = self._checked(await off_loop(self._builder.list_created_agents))
+            _, listing = self._checked(await self._tool("list_created_agents"))
             document = {key: value for key, value in listing.items() if key != "status"}
             return [ReadResourceContents(dumps(document), JSON)]
         match = _AGENT.fullmatch(uri)
@@ -130,10 +133,10 @@ class Resources:
             raise _error(RESOURCE_NOT_FOUND, texts.UNKNOWN_RESOURCE.format(uri=uri))
         name = match["name"]
         if match["history"]:
-            call = self._builder.get_agent_history
-            _, found = self._checked(await off_loop(call, name=name, limit=HISTORY_MAX_RECORDS))
+            history = await self._tool("get_agent_history", name=name, limit=HISTORY_MAX_RECORDS)
+            _, found = self._checked(history)
             return [ReadResourceContents(dumps(found["history"]), JSON)]
-        _, found = self._checked(await off_loop(self._builder.get_agent_config, name=name))
+        _, found = self._checked(await self._tool("get_agent_config", name=name))
         return [ReadResourceContents(dumps(found["agent"]), JSON)]
 
     @staticmethod

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from mcp import types
 from pydantic import ValidationError
 
 from ..tools.outcomes import Result, arguments_refused
-from ..tools.specs import TOOL_SPECS, ToolSpec
-from .work import off_loop
+from ..tools.specs import TOOL_SPECS, StoreBound, ToolSpec, tool_coroutine
 
 #: What every tool's ``structuredContent`` is: its artifact (``tools.outcomes``).
 ARTIFACT_SCHEMA: Final[Mapping[str, Any]] = {
@@ -65,16 +64,15 @@ class ServedTool:
         )
 
     async def call(self, arguments: Mapping[str, Any]) -> Result:
-        """The tool's ``(text, artifact)`` for ``arguments``, the store work off the loop."""
+        """The tool's ``(text, artifact)`` for ``arguments``: the tool's coroutine, as
+        LangChain's ``ainvoke`` runs it (``specs.tool_coroutine``: the store's async API)."""
         spec = self.spec
         try:
             checked = spec.args_schema.model_validate(arguments)
         except ValidationError as exc:  # as the LangChain tool answers it
             return arguments_refused(spec.name, exc)
         given = {name: getattr(checked, name) for name in checked.model_fields_set}
-        if spec.native_coroutine is not None:
-            return await spec.native_coroutine(self.target, **given)
-        return await off_loop(spec.method, self.target, **given)
+        return await tool_coroutine(cast(StoreBound, self.target), spec)(**given)
 
 
 def served_tools(

@@ -459,7 +459,7 @@ class BuilderTools:
             repo = await self.arepo()
             agent, params = await repo.acall_in_thread(lambda r: self.on(r)._request(*arguments))
             runner = self._runner
-            if runner is None:
+            if runner is None:  # imports the agent stack, no store work: a plain thread
                 runner = await asyncio.to_thread(self._agent_runner, agent.name)
             report = await runner.run(
                 agent,

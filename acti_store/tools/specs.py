@@ -189,10 +189,11 @@ class StoreBound(Protocol):
     def on(self, repo: AgentRepository) -> object: ...
 
 
-def _coroutine(builder: StoreBound, spec: ToolSpec) -> Callable[..., Awaitable[Result]]:
+def tool_coroutine(builder: StoreBound, spec: ToolSpec) -> Callable[..., Awaitable[Result]]:
     """The tool's work for an event loop: its native twin, else the whole method on the store's
     own threads (``acall_in_thread``): validating and rendering stay off the loop, and on
-    PostgreSQL each repository call is the store's coroutine twin, awaited on the loop."""
+    PostgreSQL each repository call is the store's coroutine twin, awaited on the loop. What
+    LangChain's ``ainvoke`` runs, and the MCP server's tools and resources too."""
     if spec.native_coroutine is not None:
         return MethodType(spec.native_coroutine, builder)
     method = spec.method
@@ -281,7 +282,7 @@ def _structured_tools(owner: StoreBound, specs: tuple[ToolSpec, ...]) -> list[Ba
     return [
         BuilderTool.from_function(
             func=MethodType(spec.method, owner),
-            coroutine=_coroutine(owner, spec),
+            coroutine=tool_coroutine(owner, spec),
             name=spec.name,
             description=spec.description,
             args_schema=spec.args_schema,
@@ -367,7 +368,7 @@ def signature(spec: ToolSpec) -> inspect.Signature:
 
 
 def _async_variant(builder: BuilderTools, spec: ToolSpec) -> AsyncVariant:
-    run = _coroutine(builder, spec)
+    run = tool_coroutine(builder, spec)
     parameters = signature(spec)
 
     async def variant(*args: Any, **kwargs: Any) -> str:
