@@ -25,6 +25,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
@@ -48,6 +49,8 @@ STORE_THREADS: Final = 2
 THREAD_NAME: Final = "acti-store-async"
 #: Connections of a loop's async engine (PostgreSQL), and how many calls run on them at once.
 ASYNC_CONNECTIONS: Final = 10
+#: Seconds ``GreenletDispatch.close`` waits for another thread's loop to close its connections.
+CLOSE_WAIT: Final = 10.0
 #: How many items an async iteration takes from the sync iterator per hop off the loop.
 ITERATION_BATCH: Final = 100
 
@@ -96,6 +99,9 @@ class Dispatch(Protocol):
     async def aclose(self) -> None:
         """Release what ``run`` made (connections of async engines)."""
 
+    def close(self) -> None:
+        """``aclose`` for sync code (the store's ``close``), waiting on no loop of its own."""
+
 
 class ThreadDispatch:
     """``work(repository)`` on the store's own threads."""
@@ -110,6 +116,9 @@ class ThreadDispatch:
     run_in_thread = run
 
     async def aclose(self) -> None:
+        return None
+
+    def close(self) -> None:
         return None
 
 
@@ -235,6 +244,29 @@ class GreenletDispatch:
             else:
                 await engine.dispose(close=False)
         self._mirror_threads.shutdown()
+
+    def close(self) -> None:
+        """Close the connections of every loop's engine from sync code: a loop running in
+        another thread (the runs' own loop, say) closes its engine's there, waited for; the
+        engines of this thread's loop and of stopped loops are dropped (their connections close
+        when collected)."""
+        with self._lock:
+            engines = [(loop, on_loop.engine) for loop, on_loop in self._by_loop.items()]
+            self._by_loop.clear()
+        for loop, engine in engines:
+            if loop.is_running() and not _runs_here(loop):
+                future = asyncio.run_coroutine_threadsafe(engine.dispose(), loop)
+                with suppress(Exception):  # a loop that stops meanwhile: dropped with it
+                    future.result(timeout=CLOSE_WAIT)
+            else:
+                engine.sync_engine.dispose(close=False)
+
+
+def _runs_here(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _require_greenlet() -> None:

@@ -127,7 +127,11 @@ class SqlAgentRepository(AgentRepository):
         return self._core.now()
 
     def close(self) -> None:
+        """Release connections: the store's, and those of its coroutines' async engines (a run
+        started from sync code records on the runs' loop)."""
         self._core.close()
+        if self._dispatch is not None:
+            self._dispatch.close()
 
     def _make_dispatch(self) -> Dispatch:
         """The coroutines run on an ``AsyncEngine`` per loop where the engine has an async

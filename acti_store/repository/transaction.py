@@ -4,125 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, suppress
-from functools import cache
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Dialect
-from sqlalchemy.util import await_only
 
 from ..connections import Connections, roll_back
 from ..sqlexec import Cursor
 from .engines.base import EngineStrategy
 
 T = TypeVar("T")
-
-
-@cache
-def psycopg_connection() -> type[Any]:
-    """psycopg's (synchronous) connection class; a class nothing is an instance of when the
-    driver is not installed."""
-    try:
-        from psycopg import Connection
-    except ImportError:
-        return type("NoPsycopg", (), {})
-    return Connection
-
-
-@cache
-def _psycopg_async_connection() -> type[Any]:
-    """psycopg's async connection class (under SQLAlchemy's adapter, the async API's twin runs
-    on one, through the greenlet bridge); a class nothing is an instance of without psycopg."""
-    try:
-        from psycopg import AsyncConnection
-    except ImportError:
-        return type("NoAsyncPsycopg", (), {})
-    return AsyncConnection
-
-
-class _BridgedCursor:
-    """A psycopg async cursor as a sync one, each call awaited through the greenlet bridge
-    (``await_only``), what a pipelined write on the async API sends on. Not SQLAlchemy's
-    adapter's cursor: that one fetches every row as it executes, which in a pipeline would wait
-    for each answer."""
-
-    __slots__ = ("_cursor", "connection")
-
-    def __init__(self, connection: _BridgedConnection) -> None:
-        self.connection = connection
-        self._cursor = connection.driver.cursor()
-
-    def execute(self, sql: str, params: Any = None) -> _BridgedCursor:
-        await_only(self._cursor.execute(sql, params))
-        return self
-
-    def executemany(self, sql: str, params: Any, *, returning: bool = False) -> None:
-        await_only(self._cursor.executemany(sql, params, returning=returning))
-
-    def results(self) -> Iterator[_BridgedCursor]:
-        """Each result of ``executemany(..., returning=True)``, this cursor moved to it."""
-        results = self._cursor.results()
-        while True:
-            try:
-                await_only(anext(results))
-            except StopAsyncIteration:
-                return
-            yield self
-
-    def fetchall(self) -> list[Any]:
-        return list(await_only(self._cursor.fetchall()))
-
-    @property
-    def description(self) -> Any:
-        return self._cursor.description
-
-    @property
-    def rowcount(self) -> int:
-        return int(self._cursor.rowcount)
-
-    def close(self) -> None:
-        await_only(self._cursor.close())
-
-    def __enter__(self) -> _BridgedCursor:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-
-class _BridgedPipeline:
-    __slots__ = ("_pipeline",)
-
-    def __init__(self, pipeline: Any) -> None:
-        self._pipeline = pipeline
-
-    def sync(self) -> None:
-        await_only(self._pipeline.sync())
-
-
-class _BridgedConnection:
-    """psycopg's async connection (``driver``) as the sync one a pipelined write uses: its
-    ``pipeline()`` and ``cursor()``, awaited through the greenlet bridge. The async API's
-    writes so take the round trips of the sync ones."""
-
-    __slots__ = ("driver",)
-
-    def __init__(self, driver: Any) -> None:
-        self.driver = driver
-
-    def cursor(self) -> _BridgedCursor:
-        return _BridgedCursor(self)
-
-    @contextmanager
-    def pipeline(self) -> Iterator[_BridgedPipeline]:
-        manager = self.driver.pipeline()
-        pipeline = await_only(manager.__aenter__())
-        try:
-            yield _BridgedPipeline(pipeline)
-        except BaseException as exc:
-            if not await_only(manager.__aexit__(type(exc), exc, exc.__traceback__)):
-                raise
-        else:
-            await_only(manager.__aexit__(None, None, None))
 
 
 @contextmanager
@@ -177,32 +67,23 @@ def run_transaction(
     write: ``COPY`` is not allowed in a pipeline), its BEGIN and COMMIT sent as statements:
     the transaction waits only for the answers ``work`` reads (``Cursor``), then once for the
     rest and the COMMIT; the answers of ``Cursor.later`` are read then. On psycopg's async
-    driver (the async API's twin, in the greenlet bridge) the same, through
-    ``_BridgedConnection``.
+    driver (the async API's twin, in the greenlet bridge) the same: the engine's
+    ``pipeline_connection`` says which connection, if any, runs a write in pipeline mode.
     """
     connection = connections.take()
     driver = engine.driver_connection(connection)
-    own_driver = getattr(connection, "driver_connection", None)  # a pooled one's driver's
-    bridged = (
-        _BridgedConnection(own_driver)
-        if isinstance(own_driver, _psycopg_async_connection())
-        else None
-    )
-    pipelined = (
-        pipelined
-        and engine.pipelines
-        and not autocommit
-        and (isinstance(driver, psycopg_connection()) or bridged is not None)
-    )
+    # The connection whose pipeline mode a write runs in, if the engine's driver has one.
+    piped = engine.pipeline_connection(connection) if pipelined and not autocommit else None
+    pipelined = piped is not None
     own_transaction = autocommit or pipelined
     if own_transaction:
         driver.autocommit = True
-    raw_cursor = bridged.cursor() if pipelined and bridged is not None else connection.cursor()
+    raw_cursor = piped.cursor() if piped is not None else connection.cursor()
     # A lock wait of the connection's own (SQLite's busy timeout): put back before it is reused.
     restore = lock_wait is not None and engine.lock_wait_per_connection
     cursor = engine.cursor(raw_cursor, dialect, connection)
     try:
-        with _pipeline(bridged or driver) if pipelined else nullcontext() as pipeline:
+        with _pipeline(piped) if piped is not None else nullcontext() as pipeline:
             cursor.pipeline = pipeline
             if pipelined:
                 cursor.raw("BEGIN")

@@ -82,8 +82,6 @@ class EngineStrategy:
     lock_wait_per_connection: ClassVar[bool] = False
     #: A transaction with no ``begin`` of ours is still one to commit (the driver opened it).
     driver_begins: ClassVar[bool] = True
-    #: Writes may run in the driver's pipeline mode (psycopg).
-    pipelines: ClassVar[bool] = False
     #: The coroutines run on an async engine of the store's URL (else on the store's threads).
     async_engine: ClassVar[bool] = False
 
@@ -101,6 +99,11 @@ class EngineStrategy:
         """The DBAPI connection of a fast-path ``connection`` (``connections.Connections``), whose
         autocommit and pipeline mode a transaction sets."""
         return connection.dbapi_connection
+
+    def pipeline_connection(self, connection: Any) -> Any | None:
+        """The connection a write on the fast-path ``connection`` runs in its driver's pipeline
+        mode on (its ``pipeline()`` and ``cursor()``), or None: this driver has none."""
+        return None
 
     def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
         """The fast path's ``Cursor`` on ``raw_cursor`` of ``connection``, with the engine's

@@ -14,7 +14,9 @@ Connection policy: ``acti_store.engine``; error codes: ``acti_store.dberrors``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import cache
 from typing import Any, Final
 
 from sqlalchemy import (
@@ -32,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.engine import Dialect
+from sqlalchemy.util import await_only
 
 from ...engine import wait_ms
 from ...models import ExecutionRecord
@@ -127,10 +130,10 @@ COPY_MIN_ROWS: Final = 16
 
 def copy_rows(raw_cursor: Any, compiled: Compiled, rows: Sequence[Mapping[str, Any]]) -> bool:
     """``Cursor.executemany``'s bulk load: a plain INSERT of ``COPY_MIN_ROWS`` rows or more on
-    psycopg goes as one ``COPY``, the rows streamed in with no statement per row (``COPY`` has
-    no RETURNING: ids are not read). False (nothing done) for fewer rows, another driver, or a
+    psycopg's sync cursors goes as one ``COPY``, the rows streamed in with no statement per row
+    (``COPY`` has no RETURNING: ids are not read). False (nothing done) for fewer rows or a
     statement that is not such an INSERT (``copy_sql``)."""
-    if len(rows) < COPY_MIN_ROWS or not hasattr(raw_cursor, "copy"):
+    if len(rows) < COPY_MIN_ROWS:
         return False
     copy = copy_sql(compiled)
     if copy is None:
@@ -194,12 +197,122 @@ def refresh_statistics(engine: Engine, written: int) -> None:
 # -- the strategy ----------------------------------------------------------------------------------
 
 
+# -- pipeline mode ---------------------------------------------------------------------------------
+
+
+@cache
+def _psycopg_connection() -> type[Any]:
+    """psycopg's (synchronous) connection class; a class nothing is an instance of when the
+    driver is not installed."""
+    try:
+        from psycopg import Connection
+    except ImportError:
+        return type("NoPsycopg", (), {})
+    return Connection
+
+
+@cache
+def _psycopg_async_connection() -> type[Any]:
+    """psycopg's async connection class (under SQLAlchemy's adapter, the async API's twin runs
+    on one, through the greenlet bridge); a class nothing is an instance of without psycopg."""
+    try:
+        from psycopg import AsyncConnection
+    except ImportError:
+        return type("NoAsyncPsycopg", (), {})
+    return AsyncConnection
+
+
+class _BridgedCursor:
+    """A psycopg async cursor as a sync one, each call awaited through the greenlet bridge
+    (``await_only``), what a pipelined write on the async API sends on. Not SQLAlchemy's
+    adapter's cursor: that one fetches every row as it executes, which in a pipeline would wait
+    for each answer."""
+
+    __slots__ = ("_cursor", "connection")
+
+    def __init__(self, connection: _BridgedConnection) -> None:
+        self.connection = connection
+        self._cursor = connection.driver.cursor()
+
+    def execute(self, sql: str, params: Any = None) -> _BridgedCursor:
+        await_only(self._cursor.execute(sql, params))
+        return self
+
+    def executemany(self, sql: str, params: Any, *, returning: bool = False) -> None:
+        await_only(self._cursor.executemany(sql, params, returning=returning))
+
+    def results(self) -> Iterator[_BridgedCursor]:
+        """Each result of ``executemany(..., returning=True)``, this cursor moved to it."""
+        results = self._cursor.results()
+        while True:
+            try:
+                await_only(anext(results))
+            except StopAsyncIteration:
+                return
+            yield self
+
+    def fetchall(self) -> list[Any]:
+        return list(await_only(self._cursor.fetchall()))
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+    def close(self) -> None:
+        await_only(self._cursor.close())
+
+    def __enter__(self) -> _BridgedCursor:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class _BridgedPipeline:
+    __slots__ = ("_pipeline",)
+
+    def __init__(self, pipeline: Any) -> None:
+        self._pipeline = pipeline
+
+    def sync(self) -> None:
+        await_only(self._pipeline.sync())
+
+
+class _BridgedConnection:
+    """psycopg's async connection (``driver``) as the sync one a pipelined write uses: its
+    ``pipeline()`` and ``cursor()``, awaited through the greenlet bridge. The async API's
+    writes so take the round trips of the sync ones."""
+
+    __slots__ = ("driver",)
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+
+    def cursor(self) -> _BridgedCursor:
+        return _BridgedCursor(self)
+
+    @contextmanager
+    def pipeline(self) -> Iterator[_BridgedPipeline]:
+        manager = self.driver.pipeline()
+        pipeline = await_only(manager.__aenter__())
+        try:
+            yield _BridgedPipeline(pipeline)
+        except BaseException as exc:
+            if not await_only(manager.__aexit__(type(exc), exc, exc.__traceback__)):
+                raise
+        else:
+            await_only(manager.__aexit__(None, None, None))
+
+
 class PostgresqlEngine(EngineStrategy):
     name = "postgresql"
     begin_snapshot = POSTGRES_BEGIN_SNAPSHOT
     begin_snapshot_statement = POSTGRES_BEGIN_SNAPSHOT_STATEMENT
     reads_in_autocommit = True
-    pipelines = True
     async_engine = True
 
     def lock_wait_sql(self, seconds: float) -> str:
@@ -218,8 +331,20 @@ class PostgresqlEngine(EngineStrategy):
 
         write(lambda cursor: send_run(cursor, name, record, version), then=recorded)
 
+    def pipeline_connection(self, connection: Any) -> Any | None:
+        """psycopg's connection (a pooled one's driver's); psycopg's async one (the async
+        API's twin, in the greenlet bridge) as a sync one, ``_BridgedConnection``."""
+        driver = getattr(connection, "driver_connection", None)
+        if isinstance(driver, _psycopg_async_connection()):
+            return _BridgedConnection(driver)
+        if isinstance(driver, _psycopg_connection()):
+            return driver
+        return None
+
     def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
         driver = connection.driver_connection
+        if dialect.is_async:  # psycopg's async cursor through SQLAlchemy's adapter: no batches
+            return Cursor(raw_cursor, dialect, driver=driver)  # of RETURNING, no COPY
         return Cursor(raw_cursor, dialect, driver=driver, returning_batches=True, load=copy_rows)
 
     def export_records(
