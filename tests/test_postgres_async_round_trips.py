@@ -8,9 +8,6 @@ write does not wait for must still go in one pipeline there.
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -18,9 +15,9 @@ from typing import Any
 
 import pytest
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
-from psycopg import pq
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
+from wire import Wire
 
 from acti_store import (
     AgentExistsError,
@@ -45,58 +42,6 @@ def run() -> ExecutionRecord:
         duration_seconds=1.5,
         tool_calls_count=2,
     )
-
-
-def _pgconn(connection: Any) -> Any:
-    """libpq's connection under a psycopg one, or under SQLAlchemy's async adapter of one."""
-    return getattr(connection, "_connection", connection).pgconn
-
-
-class Wire:
-    """Round trips (the client sent, then waited for the server) of the engines' connections,
-    from libpq's trace of the protocol (as in ``test_postgres_round_trips``)."""
-
-    def __init__(self, *engines: Engine) -> None:
-        self._trace = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        self._connections: list[Any] = []
-        self._on = False
-        for engine in engines:
-            event.listen(engine, "connect", self._connected)
-
-    def _connected(self, dbapi_connection: Any, _record: object) -> None:
-        self._connections.append(dbapi_connection)
-        if self._on:
-            self._start(dbapi_connection)
-
-    def _start(self, connection: Any) -> None:
-        pgconn = _pgconn(connection)
-        pgconn.trace(os.dup(self._trace.fileno()))
-        pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
-
-    def during(self, call: Callable[[], object]) -> tuple[int, list[str]]:
-        self._trace.seek(0)
-        self._trace.truncate()
-        self._on = True
-        for connection in self._connections:
-            if not connection.closed:
-                self._start(connection)
-        try:
-            call()
-        finally:
-            self._on = False
-            for connection in self._connections:
-                if not connection.closed:
-                    _pgconn(connection).untrace()
-        self._trace.seek(0)
-        lines = [line.split("\t") for line in self._trace.read().splitlines()]
-        directions = [line[0] for line in lines if len(line) > 2]
-        trips = sum(1 for pair in itertools.pairwise(directions) if pair == ("F", "B"))
-        sent = [
-            (line[3].split('"')[1] if line[2] == "Query" else line[3].split('"')[3]).split()[0]
-            for line in lines
-            if len(line) > 3 and line[0] == "F" and line[2] in ("Query", "Parse")
-        ]
-        return trips, [word.upper() for word in sent]
 
 
 @pytest.fixture

@@ -8,19 +8,15 @@ server ended while it sat in the pool is replaced before the next call uses it.
 
 from __future__ import annotations
 
-import itertools
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
-from psycopg import pq
-from sqlalchemy import bindparam, create_engine, event, text, update
+from sqlalchemy import bindparam, create_engine, text, update
+from wire import Wire
 
 from acti_store import (
     AgentExistsError,
@@ -53,56 +49,6 @@ def run(success: bool = True) -> ExecutionRecord:
     )
 
 
-class Wire:
-    """What the store's connections send and wait for, from libpq's trace of the protocol.
-
-    libpq buffers its trace: each call is traced from a fresh handle, flushed when the trace is
-    turned off after the call."""
-
-    def __init__(self, repo: SqlAgentRepository) -> None:
-        self._trace = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        self._connections: list[Any] = []
-        self._on = False
-        event.listen(repo.engine, "connect", self._connected)
-        repo.engine.dispose()  # connections made from now on are watched
-
-    def _connected(self, dbapi_connection: Any, _record: object) -> None:
-        self._connections.append(dbapi_connection)
-        if self._on:
-            self._start(dbapi_connection)
-
-    def _start(self, connection: Any) -> None:
-        connection.pgconn.trace(os.dup(self._trace.fileno()))
-        connection.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
-
-    def during(self, call: Callable[[], object]) -> tuple[int, list[str]]:
-        """The round trips ``call`` made (times the client sent, then waited for the server),
-        and the first word of each statement it sent."""
-        self._trace.seek(0)
-        self._trace.truncate()
-        live = [c for c in self._connections if not c.closed]
-        self._on = True
-        for connection in live:
-            self._start(connection)
-        try:
-            call()
-        finally:
-            self._on = False
-            for connection in self._connections:
-                if not connection.closed:
-                    connection.pgconn.untrace()
-        self._trace.seek(0)
-        lines = [line.split("\t") for line in self._trace.read().splitlines()]
-        directions = [line[0] for line in lines if len(line) > 2]
-        trips = sum(1 for pair in itertools.pairwise(directions) if pair == ("F", "B"))
-        sent = [
-            (line[3].split('"')[1] if line[2] == "Query" else line[3].split('"')[3]).split()[0]
-            for line in lines
-            if len(line) > 3 and line[0] == "F" and line[2] in ("Query", "Parse")
-        ]
-        return trips, [word.upper() for word in sent]
-
-
 @pytest.fixture
 def pg_repo(postgres_schema: str) -> Iterator[SqlAgentRepository]:
     repository = open_repository(postgres_schema)
@@ -114,7 +60,8 @@ def pg_repo(postgres_schema: str) -> Iterator[SqlAgentRepository]:
 
 @pytest.fixture
 def wire(pg_repo: SqlAgentRepository) -> Iterator[Wire]:
-    traced = Wire(pg_repo)
+    traced = Wire(pg_repo.engine)
+    pg_repo.engine.dispose()  # connections made from now on are watched
     yield traced
     pg_repo.engine.dispose()
 
