@@ -9,48 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+import wire
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
-from wire import Wire
+from wire import Wire, run
 
 from acti_store import (
     AgentExistsError,
     AgentUpdate,
-    ExecutionRecord,
     SqlAgentRepository,
-    open_repository,
 )
 
 pytestmark = [
     pytest.mark.postgresql,
     pytest.mark.skipif(not POSTGRES_URL, reason=SKIP_POSTGRES),
 ]
-
-
-def run() -> ExecutionRecord:
-    return ExecutionRecord(
-        timestamp=datetime.now(UTC),
-        task="Qualify John",
-        result_summary="HIGH priority",
-        success=True,
-        duration_seconds=1.5,
-        tool_calls_count=2,
-    )
-
-
-@pytest.fixture
-def pg_repo(postgres_schema: str) -> Iterator[SqlAgentRepository]:
-    repository = open_repository(postgres_schema)
-    try:
-        yield repository
-    finally:
-        repository.close()
+pg_repo = wire.pg_repo  # the fixture
 
 
 def test_an_async_write_takes_no_more_round_trips_than_the_sync_one(

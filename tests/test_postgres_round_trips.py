@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import wire
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
 from sqlalchemy import bindparam, create_engine, text, update
-from wire import Wire
+from wire import Wire, run
 
 from acti_store import (
     AgentExistsError,
     AgentUpdate,
-    ExecutionRecord,
     SearchQuery,
     SqlAgentRepository,
     export_json,
@@ -36,26 +35,7 @@ pytestmark = [
     pytest.mark.postgresql,
     pytest.mark.skipif(not POSTGRES_URL, reason=SKIP_POSTGRES),
 ]
-
-
-def run(success: bool = True) -> ExecutionRecord:
-    return ExecutionRecord(
-        timestamp=datetime.now(UTC),
-        task="Qualify John",
-        result_summary="HIGH priority",
-        success=success,
-        duration_seconds=1.5,
-        tool_calls_count=2,
-    )
-
-
-@pytest.fixture
-def pg_repo(postgres_schema: str) -> Iterator[SqlAgentRepository]:
-    repository = open_repository(postgres_schema)
-    try:
-        yield repository
-    finally:
-        repository.close()
+pg_repo = wire.pg_repo  # the fixture
 
 
 @pytest.fixture

@@ -1,16 +1,21 @@
-"""``Wire``: the PostgreSQL round trips of a call, from libpq's trace (the round-trip tests)."""
+"""What the round-trip tests share: ``Wire`` (the PostgreSQL round trips of a call, from libpq's
+trace), the ``pg_repo`` fixture and a ``run`` record."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from psycopg import pq
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+
+from acti_store import ExecutionRecord, SqlAgentRepository, open_repository
 
 
 def _pgconn(connection: Any) -> Any:
@@ -67,3 +72,23 @@ class Wire:
             if len(line) > 3 and line[0] == "F" and line[2] in ("Query", "Parse")
         ]
         return trips, [word.upper() for word in sent]
+
+
+def run(success: bool = True) -> ExecutionRecord:
+    return ExecutionRecord(
+        timestamp=datetime.now(UTC),
+        task="Qualify John",
+        result_summary="HIGH priority",
+        success=success,
+        duration_seconds=1.5,
+        tool_calls_count=2,
+    )
+
+
+@pytest.fixture
+def pg_repo(postgres_schema: str) -> Iterator[SqlAgentRepository]:
+    repository = open_repository(postgres_schema)
+    try:
+        yield repository
+    finally:
+        repository.close()
