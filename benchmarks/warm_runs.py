@@ -128,10 +128,10 @@ def instrumented() -> Iterator[None]:
             phases = _phases.get()
             phases["execute"] = _ms(began) - phases.get("build", 0.0)
 
-    def timed_conclude(self: AgentRunner, *args: Any, **kwargs: Any) -> Any:
+    def timed_conclude(*args: Any, **kwargs: Any) -> Any:
         began = time.perf_counter()
         try:
-            return conclude(self, *args, **kwargs)
+            return conclude(*args, **kwargs)
         finally:
             _phases.get()["record"] = _ms(began)
 
@@ -144,14 +144,14 @@ def instrumented() -> Iterator[None]:
     runner_module.create_deep_agent = build  # type: ignore[attr-defined]
     runner_module.WarmPool = TimedPool  # type: ignore[attr-defined,misc]
     AgentRunner._execute = timed_execute  # type: ignore[method-assign]
-    AgentRunner._conclude = timed_conclude  # type: ignore[method-assign]
+    AgentRunner._conclude = staticmethod(timed_conclude)  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
         for name, value in saved.items():
             setattr(runner_module, name, value)
         AgentRunner._execute = execute  # type: ignore[method-assign]
-        AgentRunner._conclude = conclude  # type: ignore[method-assign]
+        AgentRunner._conclude = staticmethod(conclude)  # type: ignore[method-assign,assignment]
 
 
 async def one_run(runner: AgentRunner, agent: Any) -> dict[str, float]:

@@ -35,7 +35,7 @@ from mcp_harness import (
 )
 from sqlalchemy import event
 
-import acti_store.repository.sql
+import acti_store.repository.core
 from acti_store import open_repository
 from acti_store.execution import McpCatalog
 from acti_store.mcp_server.defaults import ENV_TOKEN
@@ -160,7 +160,7 @@ async def test_twenty_http_clients_at_once(store_url: str, monkeypatch: pytest.M
             note_thread()
         return run_transaction(connections, dialect, *args, **kwargs)
 
-    monkeypatch.setattr(acti_store.repository.sql, "run_transaction", noted)
+    monkeypatch.setattr(acti_store.repository.core, "run_transaction", noted)
     event.listen(repo.engine, "before_cursor_execute", note_thread)
     model = ScriptedChatModel(script=[step], loop=True)
     builder = BuilderTools(lambda: repo, model=model, mcp_catalog=McpCatalog({}))
