@@ -79,11 +79,48 @@ _PG_LASTING: Final = {
     "58030": "the database server failed to read or write its files",
 }
 _PG_LASTING_CLASSES: Final = {"28": "the database refused the credentials"}
+#: MariaDB/MySQL error numbers (``args[0]`` of a pymysql error; also the client's 2xxx ones):
+#: lock wait timeout and deadlock, which trying again can get past.
+_MYSQL_RETRYABLE: Final = frozenset({1205, 1213})
+#: A lock wait that ran out (``innodb_lock_wait_timeout``).
+_MYSQL_LOCK_WAIT: Final = 1205
+_MYSQL_DUPLICATE: Final = frozenset({1062, 1586})
+_MYSQL_NO_TABLE: Final = 1146
+#: A write the server refused as read-only: a read-only transaction, a server started
+#: ``--read-only`` (1290: "running with the --read-only option"), read-only mode.
+_MYSQL_READ_ONLY: Final = frozenset({1792, 1290, 1836})
+#: Passing conditions: locks, the server gone or going away, a lost or refused connection, too
+#: many connections, a statement interrupted (a killed query, ``max_statement_time``).
+_MYSQL_TRANSIENT: Final = frozenset(
+    {1205, 1213, 1040, 1053, 1077, 1079, 1080, 1152, 1158, 1159, 1160, 1161, 1317, 1927, 1969}
+    | {2002, 2003, 2005, 2006, 2011, 2013, 2026, 2055}
+)
+#: Lasting problems, and what they mean for the store.
+_MYSQL_LASTING: Final = {
+    1044: "permission to the store's database was denied",
+    1045: "the database refused the credentials",
+    1049: "the database does not exist (create it, e.g. CREATE DATABASE acti, or name another)",
+    1142: "permission to the store's tables was denied",
+    1227: "permission to the store was denied",
+    1021: "the database server's disk is full",
+    1114: "the database server's disk is full (a table is full)",
+    1792: "the store is read-only",
+    1290: "the store is read-only (the server runs with --read-only)",
+    1836: "the store is read-only",
+}
 
 
 def driver_error(exc: BaseException) -> BaseException:
     """The exception behind ``exc`` (SQLAlchemy wraps the driver's; our fast path does not)."""
     return exc.orig if isinstance(exc, sa_exc.StatementError) and exc.orig is not None else exc
+
+
+def _mysql_code(orig: BaseException) -> int | None:
+    """The error number of a MariaDB/MySQL driver error (pymysql's ``args[0]``), else None."""
+    if not type(orig).__module__.startswith(("pymysql", "MySQLdb")) or not orig.args:
+        return None
+    code = orig.args[0]
+    return code if isinstance(code, int) else None
 
 
 def _sqlite_code(orig: BaseException) -> int | None:
@@ -102,12 +139,19 @@ def is_read_only(exc: BaseException) -> bool:
     code = _sqlite_code(orig)
     if code is not None:
         return code & _SQLITE_PRIMARY_CODE_MASK == sqlite3.SQLITE_READONLY
+    if (number := _mysql_code(orig)) is not None:
+        return number in _MYSQL_READ_ONLY
     return getattr(orig, "sqlstate", None) == _READ_ONLY_SQLSTATE
 
 
 def is_lock_wait(exc: BaseException) -> bool:
     """A lock another writer held did not come free in time (SQLite busy, PostgreSQL 55P03)."""
-    return is_sqlite_busy(exc) or getattr(driver_error(exc), "sqlstate", None) == "55P03"
+    orig = driver_error(exc)
+    return (
+        is_sqlite_busy(orig)
+        or getattr(orig, "sqlstate", None) == "55P03"
+        or _mysql_code(orig) == _MYSQL_LOCK_WAIT
+    )
 
 
 def locked_out(waited: float) -> StoreUnavailableError:
@@ -122,7 +166,11 @@ def locked_out(waited: float) -> StoreUnavailableError:
 def is_retryable(exc: BaseException) -> bool:
     """A lock timeout (SQLite), serialization failure or deadlock (PostgreSQL)."""
     orig = driver_error(exc)
-    return getattr(orig, "sqlstate", None) in _RETRYABLE_SQLSTATES or is_sqlite_busy(orig)
+    return (
+        getattr(orig, "sqlstate", None) in _RETRYABLE_SQLSTATES
+        or is_sqlite_busy(orig)
+        or _mysql_code(orig) in _MYSQL_RETRYABLE
+    )
 
 
 def is_missing_table(exc: BaseException) -> bool:
@@ -131,6 +179,8 @@ def is_missing_table(exc: BaseException) -> bool:
     orig = driver_error(exc)
     if _sqlite_code(orig) == sqlite3.SQLITE_ERROR:
         return str(orig).startswith(_SQLITE_NO_TABLE)
+    if (number := _mysql_code(orig)) is not None:
+        return number == _MYSQL_NO_TABLE
     return getattr(orig, "sqlstate", None) == _PG_UNDEFINED_TABLE
 
 
@@ -142,6 +192,8 @@ def _lasting_problem(exc: BaseException) -> str | None:
     code = _sqlite_code(orig)
     if code is not None:
         return _SQLITE_LASTING.get(code & _SQLITE_PRIMARY_CODE_MASK)
+    if (number := _mysql_code(orig)) is not None:
+        return _MYSQL_LASTING.get(number)
     sqlstate = getattr(orig, "sqlstate", None)
     if isinstance(sqlstate, str):
         return _PG_LASTING.get(sqlstate) or _PG_LASTING_CLASSES.get(sqlstate[:2])
@@ -156,6 +208,8 @@ def is_transient(exc: BaseException) -> bool:
     code = _sqlite_code(orig)
     if code is not None:
         return code & _SQLITE_PRIMARY_CODE_MASK in _SQLITE_TRANSIENT
+    if (number := _mysql_code(orig)) is not None:
+        return number in _MYSQL_TRANSIENT
     sqlstate = getattr(orig, "sqlstate", None)
     if isinstance(sqlstate, str):
         return sqlstate in _PG_TRANSIENT or sqlstate[:2] in _PG_TRANSIENT_CLASSES
@@ -184,6 +238,7 @@ def _is_unique_violation(orig: BaseException) -> bool:
     return (
         getattr(orig, "sqlstate", None) == _UNIQUE_SQLSTATE
         or _sqlite_code(orig) in _SQLITE_UNIQUE_CODES
+        or _mysql_code(orig) in _MYSQL_DUPLICATE
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import select
 import sqlite3
 import time
 from pathlib import Path
@@ -22,6 +21,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from . import mariadb, postgresql
+from .column_types import MYSQL_DIALECTS
 from .dberrors import is_sqlite_busy
 from .errors import (
     MissingDriverError,
@@ -30,6 +31,7 @@ from .errors import (
     StoreUrlError,
 )
 from .models import INTEGER_MAX
+from .postgresql import wait_ms as wait_ms  # also SQLite's busy timeout
 
 if TYPE_CHECKING:  # imported when first made: it needs greenlet, which only [postgres] installs
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -61,19 +63,23 @@ SQLITE_WAL_SIZE_LIMIT: Final = 64 * 2**20
 #: path on DBAPI connections.
 SQLITE_BEGIN_READ: Final = "BEGIN"
 SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
-#: A pooled PostgreSQL connection idle for longer than this (seconds) is pinged, one round trip,
-#: before it is used again; one used more recently is checked without a round trip
-#: (``_postgresql_checkout``).
-POSTGRES_PING_IDLE: Final = 30.0
 #: The table where acti_store records its Alembic revision (Alembic's ``version_table``): not
 #: ``alembic_version``, which an application's own Alembic uses in the same database.
 VERSION_TABLE: Final = "acti_store_alembic_version"
 #: Where acti_store kept its revision before; moved to ``VERSION_TABLE`` on the first write open.
 LEGACY_VERSION_TABLE: Final = "alembic_version"
 #: The drivers acti_store runs on, by database (the driver part of ``dialect+driver://``).
-SUPPORTED_DRIVERS: Final = {"sqlite": "pysqlite", "postgresql": "psycopg"}
+SUPPORTED_DRIVERS: Final = {
+    "sqlite": "pysqlite",
+    "postgresql": "psycopg",
+    "mysql": "pymysql",
+    "mariadb": "pymysql",
+}
 #: What to install for a driver that is missing.
-DRIVER_EXTRAS: Final = {"psycopg": 'pip install "acti-store[postgres]"'}
+DRIVER_EXTRAS: Final = {
+    "psycopg": 'pip install "acti-store[postgres]"',
+    "pymysql": 'pip install "acti-store[mysql]"',
+}
 #: A schema name acti_store takes: an identifier PostgreSQL keeps as written without quotes.
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 #: The rule ``_SCHEMA_NAME`` (and the names PostgreSQL reserves) in words.
@@ -85,9 +91,10 @@ SCHEMA_NAME_RULE: Final = (
 #: on its engine and every connection of it, so the migrations know where they run.
 SCHEMA_OPTION: Final = "acti_schema"
 SUPPORTED_URLS: Final = (
-    "Use sqlite:///relative/path.db, sqlite:////absolute/path.db, or "
+    "Use sqlite:///relative/path.db, sqlite:////absolute/path.db, "
     "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE (PostgreSQL needs "
-    'pip install "acti-store[postgres]")'
+    'pip install "acti-store[postgres]") or mariadb+pymysql://USER:PASSWORD@HOST:PORT/DATABASE '
+    '(also mysql+pymysql://; MariaDB needs pip install "acti-store[mysql]")'
 )
 
 
@@ -126,7 +133,7 @@ def resolve_schema(schema: str | None, url: URL) -> str | None:
     if not given:
         return None
     named = f"schema {given[:100]!r}" if schema is not None else f"{ENV_SCHEMA}={given[:100]!r}"
-    if url.get_backend_name() != "postgresql":
+    if url.get_backend_name() == "sqlite":
         raise StoreUrlError(
             f"{named}: a schema of its own is for PostgreSQL. On SQLite, give acti_store a "
             "database file of its own (e.g. sqlite:///acti_store.db) instead of the "
@@ -186,12 +193,6 @@ def alembic_config(url: URL | None = None, schema: str | None = None) -> Config:
     return cfg
 
 
-def wait_ms(seconds: float) -> int:
-    """A lock wait in whole milliseconds, at least 1: 0 means "never wait" to SQLite's busy
-    timeout and "wait forever" to PostgreSQL's ``lock_timeout``."""
-    return max(1, round(seconds * 1000))
-
-
 def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     # We issue BEGIN ourselves (see _sqlite_begin): the driver must not.
     dbapi_connection.isolation_level = None
@@ -204,65 +205,6 @@ def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
     cursor.execute(f"PRAGMA journal_size_limit = {SQLITE_WAL_SIZE_LIMIT}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
-
-
-def postgresql_session_sql(
-    lock_timeout: float, *, read_only: bool = False, schema: str | None = None
-) -> list[str]:
-    """What every PostgreSQL session of a store runs first (any engine or pool of the store).
-
-    A write waiting for a row lock gives up after ``lock_timeout`` (PostgreSQL waits forever by
-    default): the repository then retries within the same deadline, or reports the lock.
-    ``read_only``: every transaction of the session is read-only, so the server refuses writes.
-    ``schema`` (checked by ``resolve_schema``) is the whole search path: every name acti_store
-    uses, in its precompiled statements too, resolves there and only there (and in pg_catalog,
-    which PostgreSQL always searches first); a table of the application's in another schema is
-    out of reach, even when the store's schema is empty or missing.
-    """
-    statements = [f"SET lock_timeout = {wait_ms(lock_timeout)}"]
-    if read_only:
-        statements.append("SET SESSION default_transaction_read_only = on")
-    if schema is not None:
-        statements.append(f'SET search_path TO "{schema}"')
-    return statements
-
-
-def _postgresql_connect(dbapi_connection: Any, statements: list[str]) -> None:
-    with dbapi_connection.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
-    dbapi_connection.commit()
-
-
-_RETURNED: Final = "acti_returned_at"
-
-
-def _postgresql_checkin(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
-    record.info[_RETURNED] = time.monotonic()
-
-
-def _postgresql_checkout(
-    engine: Engine, dbapi_connection: Any, record: ConnectionPoolEntry
-) -> None:
-    """SQLAlchemy's pessimistic disconnect check (``pool_pre_ping``) without its round trip on
-    every use: a connection is pinged only when it was idle for ``POSTGRES_PING_IDLE`` seconds,
-    or when the server sent something while it was idle (a terminated backend, a server shutting
-    down: the socket is readable then). A dead one is replaced by a new connection."""
-    now = time.monotonic()
-    idle = now - record.info.get(_RETURNED, now)  # a connection just made is not pinged
-    # The driver's own connection: psycopg's, also under the async API's adapter.
-    driver = record.driver_connection
-    if not dbapi_connection.closed and idle < POSTGRES_PING_IDLE and driver is not None:
-        try:
-            readable, _, _ = select.select([driver.fileno()], [], [], 0)
-        except (OSError, ValueError):
-            readable = [True]
-        if not readable:
-            return
-    try:
-        engine.dialect.do_ping(dbapi_connection)
-    except Exception as exc:
-        raise sa_exc.DisconnectionError(str(exc)) from exc
 
 
 def _empty_or_a_store(cursor: Any) -> bool:
@@ -378,14 +320,20 @@ def make_engine(
         event.listen(engine, "begin", _sqlite_begin)
         return engine
 
-    session = postgresql_session_sql(lock_timeout, read_only=read_only, schema=own_schema)
+    if resolved.get_backend_name() in MYSQL_DIALECTS:  # schema: a database of its own
+        statements = mariadb.session_sql(lock_timeout, read_only=read_only)
+        engine = _create_engine(mariadb.store_url(resolved, own_schema), mariadb.options(kwargs))
+        event.listen(engine, "connect", lambda c, _r: mariadb.connect(c, statements), insert=True)
+        return engine
+
+    session = postgresql.session_sql(lock_timeout, read_only=read_only, schema=own_schema)
     if not _async and importlib.util.find_spec("greenlet") is not None:
         # The async API's module, imported here at startup rather than on the event loop by its
         # first call (an import there stalls the loop); without greenlet it cannot be imported.
         import sqlalchemy.ext.asyncio  # noqa: F401
 
     def postgresql_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-        _postgresql_connect(dbapi_connection, session)
+        postgresql.connect(dbapi_connection, session)
 
     if _async:  # what create_async_engine does: its sync engine, on the async driver's pool
         resolved = resolved.set(drivername=f"{resolved.get_backend_name()}+psycopg_async")
@@ -393,8 +341,8 @@ def make_engine(
     engine = _create_engine(resolved, kwargs)
     # The async API's engine too: its coroutines cost the server what the sync calls cost.
     if not kwargs.get("pool_pre_ping"):
-        event.listen(engine, "checkin", _postgresql_checkin)
-        event.listen(engine, "checkout", lambda c, r, _: _postgresql_checkout(engine, c, r))
+        event.listen(engine, "checkin", postgresql.checkin)
+        event.listen(engine, "checkout", lambda c, r, _: postgresql.checkout(engine, c, r))
     # First of the connect listeners, so the dialect reads the store's schema as the default
     # schema (``current_schema()``) when it first connects: reflection looks there.
     event.listen(engine, "connect", postgresql_connect, insert=True)

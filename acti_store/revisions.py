@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Engine, column, func, select, text
 from sqlalchemy import table as sa_table
 from sqlalchemy.exc import DBAPIError
 
+from .column_types import MYSQL_DIALECTS
 from .dberrors import is_missing_table, unreachable
 from .engine import (
     LEGACY_VERSION_TABLE,
@@ -32,6 +33,8 @@ from .migrations.names import is_acti_store_table
 
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
+#: The name of MariaDB's named lock held while migrating (``GET_LOCK``): one per database.
+_MYSQL_LOCK_NAME: Final = "CONCAT('acti_store_migration.', DATABASE())"
 #: How many times the store's revision is read when a version table vanished meanwhile.
 _VERSION_READS: Final = 3
 
@@ -65,6 +68,7 @@ def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[
                 cfg.attributes["connection"] = conn
                 command.downgrade(cfg, target)
             after = _heads_in(conn, VERSION_TABLE)
+        release_migration_lock(conn)
         switch_to_wal(conn)
     return before, after
 
@@ -92,11 +96,12 @@ def refuse_foreign_tables(conn: Connection, script: ScriptDirectory) -> None:
     if any(_known(script, rev) for rev in _heads_in(conn, LEGACY_VERSION_TABLE)):
         return
     listed = ", ".join(clashing)
-    opening = (
-        f"the database file {store_location(conn.engine.url)}"
-        if conn.dialect.name == "sqlite"
-        else f"the schema {_current_schema(conn)} of the PostgreSQL database"
-    )
+    if conn.dialect.name == "sqlite":
+        opening = f"the database file {store_location(conn.engine.url)}"
+    elif conn.dialect.name in MYSQL_DIALECTS:
+        opening = f"the database {conn.engine.url.database}"
+    else:
+        opening = f"the schema {_current_schema(conn)} of the PostgreSQL database"
     what = (
         f"{opening} already holds tables of acti_store's names that are not acti_store's: "
         f"{listed} (no acti_store revision is recorded in {VERSION_TABLE}). They belong to "
@@ -117,6 +122,8 @@ def _relation_names(conn: Connection) -> set[str]:
     SQLite file, or PostgreSQL's current schema (the store's; none when it does not exist)."""
     if conn.dialect.name == "sqlite":
         query = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+    elif conn.dialect.name in MYSQL_DIALECTS:
+        query = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
     else:
         query = (
             "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
@@ -156,6 +163,18 @@ def migration_lock(conn: Connection) -> None:
         # longer than lock_timeout): it is not a write waiting on another writer.
         conn.execute(text("SET LOCAL lock_timeout = 0"))
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+    elif conn.dialect.name in MYSQL_DIALECTS:
+        # A named lock is the session's, not the transaction's (and MariaDB's DDL commits as
+        # it goes): released after the migration (``release_migration_lock``).
+        conn.execute(text(f"SELECT GET_LOCK({_MYSQL_LOCK_NAME}, -1)"))
+
+
+def release_migration_lock(conn: Connection) -> None:
+    """After the migration's transaction: release MariaDB's named lock (a no-op elsewhere,
+    where the lock ended with the transaction)."""
+    if conn.dialect.name in MYSQL_DIALECTS:
+        conn.execute(text(f"SELECT RELEASE_LOCK({_MYSQL_LOCK_NAME})"))
+        conn.commit()
 
 
 def adopt_legacy_version(conn: Connection, script: ScriptDirectory) -> set[str]:

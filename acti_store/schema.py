@@ -28,19 +28,18 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
-    Float,
     ForeignKey,
     Index,
     Integer,
     MetaData,
     String,
     Table,
-    Text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from .column_types import DOUBLE_FLOAT, LONG_TEXT, MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
 from .models import BUILDER, NAME_MAX_LENGTH, TOOL_CATEGORIES, UPDATABLE_FIELDS
 from .versioning import LABEL_MAX_LENGTH
 
@@ -108,13 +107,16 @@ class UtcDateTime(TypeDecorator[datetime]):
     impl = DateTime(timezone=True)
     cache_ok = True
 
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        return dialect.type_descriptor(TIMESTAMP)
+
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         if value.utcoffset() is None:
             raise _naive(value)
         value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        return value.replace(tzinfo=None) if dialect.name in _NAIVE_DIALECTS else value
 
     def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
         if dialect.name != "sqlite":
@@ -166,6 +168,8 @@ class UtcDateTime(TypeDecorator[datetime]):
 #: 64-bit. SQLite's INTEGER already is (and an ``INTEGER PRIMARY KEY`` must be spelled so to be
 #: the rowid), so the type is BIGINT on PostgreSQL only; revision 0005 widened the columns.
 Counter = BigInteger().with_variant(Integer(), "sqlite")
+#: The dialects whose timestamps keep no offset: stored as naive UTC.
+_NAIVE_DIALECTS: Final = frozenset({"sqlite", *MYSQL_DIALECTS})
 
 
 class Base(DeclarativeBase):
@@ -178,8 +182,8 @@ class ConfigColumns:
     A new field of ``AgentConfig`` is a column here, and a revision in ``migrations/`` (checked
     at import: ``_config_columns``)."""
 
-    description: Mapped[str] = mapped_column(Text)
-    system_prompt: Mapped[str] = mapped_column(Text)
+    description: Mapped[str] = mapped_column(LONG_TEXT)
+    system_prompt: Mapped[str] = mapped_column(LONG_TEXT)
     tools: Mapped[list[str]] = mapped_column(JSON)
     model: Mapped[str] = mapped_column(String(200))
     stratum: Mapped[str | None] = mapped_column(String(8))
@@ -188,7 +192,7 @@ class ConfigColumns:
 
 class AgentRow(ConfigColumns, Base):
     __tablename__ = "agents"
-    __table_args__ = (Index("ix_agents_stratum", "stratum"),)
+    __table_args__ = (Index("ix_agents_stratum", "stratum"), TABLE_OPTIONS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True)
@@ -208,6 +212,7 @@ class AgentRow(ConfigColumns, Base):
 
 class AgentTagRow(Base):
     __tablename__ = "agent_tags"
+    __table_args__ = TABLE_OPTIONS
 
     tag: Mapped[str] = mapped_column(String(32), primary_key=True)
     agent_id: Mapped[int] = mapped_column(
@@ -220,6 +225,7 @@ class ExecutionRow(Base):
     __table_args__ = (
         Index("ix_executions_agent_id_id", "agent_id", "id"),
         Index("ix_executions_agent_name_id", "agent_name", "id"),
+        TABLE_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
@@ -227,10 +233,10 @@ class ExecutionRow(Base):
     agent_name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
     execution_id: Mapped[str] = mapped_column(String(64))
     timestamp: Mapped[datetime] = mapped_column(UtcDateTime)
-    task: Mapped[str] = mapped_column(Text)
-    result_summary: Mapped[str] = mapped_column(Text)
+    task: Mapped[str] = mapped_column(LONG_TEXT)
+    result_summary: Mapped[str] = mapped_column(LONG_TEXT)
     success: Mapped[bool] = mapped_column(Boolean)
-    duration_seconds: Mapped[float] = mapped_column(Float)
+    duration_seconds: Mapped[float] = mapped_column(DOUBLE_FLOAT)
     tool_calls_count: Mapped[int] = mapped_column(Integer)
     error_type: Mapped[str | None] = mapped_column(String(100))
     #: The agent version that ran (NULL: recorded before revision 0006, or imported).
@@ -245,14 +251,14 @@ class AgentVersionRow(ConfigColumns, Base):
     index, and an agent's newest versions are read from one range of it."""
 
     __tablename__ = "agent_versions"
-    __table_args__ = ({"sqlite_with_rowid": False},)
+    __table_args__ = ({"sqlite_with_rowid": False, **TABLE_OPTIONS},)
 
     agent_id: Mapped[int] = mapped_column(
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
     )
     version: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    message: Mapped[str | None] = mapped_column(Text)
+    message: Mapped[str | None] = mapped_column(LONG_TEXT)
 
 
 class ArchivedVersionRow(ConfigColumns, Base):
@@ -260,19 +266,23 @@ class ArchivedVersionRow(ConfigColumns, Base):
     their archived history."""
 
     __tablename__ = "agent_versions_archive"
-    __table_args__ = (Index("ix_agent_versions_archive_agent_name_id", "agent_name", "id"),)
+    __table_args__ = (
+        Index("ix_agent_versions_archive_agent_name_id", "agent_name", "id"),
+        TABLE_OPTIONS,
+    )
 
     id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
     agent_name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
     version: Mapped[int] = mapped_column(Counter)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    message: Mapped[str | None] = mapped_column(Text)
+    message: Mapped[str | None] = mapped_column(LONG_TEXT)
 
 
 class AgentLabelRow(Base):
     """Where each label of an agent points now."""
 
     __tablename__ = "agent_labels"
+    __table_args__ = TABLE_OPTIONS
 
     agent_id: Mapped[int] = mapped_column(
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
@@ -288,6 +298,7 @@ class LabelMoveRow(Base):
     __table_args__ = (
         Index("ix_agent_label_moves_agent_id_id", "agent_id", "id"),
         Index("ix_agent_label_moves_agent_name_id", "agent_name", "id"),
+        TABLE_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
@@ -297,7 +308,7 @@ class LabelMoveRow(Base):
     from_version: Mapped[int | None] = mapped_column(Counter)
     to_version: Mapped[int | None] = mapped_column(Counter)
     moved_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    note: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(LONG_TEXT)
 
 
 class VersionStatsRow(Base):
@@ -305,6 +316,7 @@ class VersionStatsRow(Base):
     outlive the version's snapshot (pruning) but not the agent."""
 
     __tablename__ = "agent_version_stats"
+    __table_args__ = TABLE_OPTIONS
 
     agent_id: Mapped[int] = mapped_column(
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
@@ -313,7 +325,7 @@ class VersionStatsRow(Base):
     runs: Mapped[int] = mapped_column(Counter)
     successes: Mapped[int] = mapped_column(Counter)
     errors: Mapped[int] = mapped_column(Counter)
-    duration_total: Mapped[float] = mapped_column(Float)
+    duration_total: Mapped[float] = mapped_column(DOUBLE_FLOAT)
     last_executed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 

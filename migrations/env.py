@@ -40,7 +40,7 @@ from acti_store.engine import (
     switch_to_wal,
 )
 from acti_store.migrations.names import owned_name
-from acti_store.revisions import begin_migration
+from acti_store.revisions import begin_migration, release_migration_lock
 from acti_store.schema import Base
 
 config = context.config
@@ -106,6 +106,7 @@ def run_migrations_online() -> None:
             with conn.begin():
                 begin_migration(conn, ScriptDirectory.from_config(config))
                 _run(conn)
+            release_migration_lock(conn)
             switch_to_wal(conn)
     finally:
         if engine is not given:

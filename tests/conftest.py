@@ -1,9 +1,11 @@
-"""Shared fixtures: a real store per test, on SQLite and (when configured) PostgreSQL.
+"""Shared fixtures: a real store per test, on SQLite and (when configured) PostgreSQL and MariaDB.
 
 ``store_url`` is parametrised over the two engines. SQLite gets a fresh file in ``tmp_path``;
 PostgreSQL gets a fresh schema in the database named by ``ACTI_STORE_TEST_POSTGRES_URL`` (selected
 through ``search_path`` in the URL, so child processes can open the same store), dropped afterwards.
-Without that variable the PostgreSQL lane is skipped with the reason.
+Without that variable the PostgreSQL lane is skipped with the reason. MariaDB gets a fresh
+database on the server ``ACTI_STORE_TEST_MYSQL_URL`` names, dropped afterwards (its lane is
+skipped likewise without it).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ T = TypeVar("T")
 POSTGRES_ENV = "ACTI_STORE_TEST_POSTGRES_URL"
 POSTGRES_URL = os.environ.get(POSTGRES_ENV)
 SKIP_POSTGRES = f"{POSTGRES_ENV} is not set: the PostgreSQL lane is skipped"
+MYSQL_ENV = "ACTI_STORE_TEST_MYSQL_URL"
+MYSQL_URL = os.environ.get(MYSQL_ENV)
+SKIP_MYSQL = f"{MYSQL_ENV} is not set: the MariaDB lane is skipped"
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
@@ -35,6 +40,11 @@ BACKENDS = [
         "postgresql",
         id="postgresql",
         marks=[pytest.mark.postgresql, pytest.mark.skipif(not POSTGRES_URL, reason=SKIP_POSTGRES)],
+    ),
+    pytest.param(
+        "mysql",
+        id="mysql",
+        marks=[pytest.mark.mysql, pytest.mark.skipif(not MYSQL_URL, reason=SKIP_MYSQL)],
     ),
 ]
 
@@ -83,12 +93,38 @@ def postgres_schema() -> Iterator[str]:
         admin.dispose()
 
 
+def mysql_database_url(database: str) -> str:
+    assert MYSQL_URL is not None
+    return make_url(MYSQL_URL).set(database=database).render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def mysql_database() -> Iterator[str]:
+    """A fresh, empty MariaDB database; yields its URL."""
+    if not MYSQL_URL:
+        pytest.skip(SKIP_MYSQL)
+    database = f"acti_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(MYSQL_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4"))
+    try:
+        yield mysql_database_url(database)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS `{database}`"))
+        admin.dispose()
+
+
+#: The fixture that makes an empty store on each server engine.
+_SERVER_STORES = {"postgresql": "postgres_schema", "mysql": "mysql_database"}
+
+
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
     """The URL of an empty store (not yet migrated) on each engine."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
-    return str(request.getfixturevalue("postgres_schema"))
+    return str(request.getfixturevalue(_SERVER_STORES[request.param]))
 
 
 @pytest.fixture

@@ -227,14 +227,15 @@ ARCHIVED: Final = Prepared(
     .order_by(executions.c.id.desc())
     .limit(HISTORY_MAX_RECORDS)
 )
-_page = (
+#: The ids of a page of agents after the name ``after``, by name (``page_size`` of them).
+EXPORT_PAGE: Final = (
     select(agents.c.id)
     .where(agents.c.name > bindparam("after"))
     .order_by(agents.c.name)
     .limit(bindparam("page_size", type_=Integer()))
 )
 #: The page of whole agents after the name ``after``, by name (export, ``iter_agents``).
-AGENTS_PAGE: Final = Prepared(_page.with_only_columns(*AGENT_COLUMNS))
+AGENTS_PAGE: Final = Prepared(EXPORT_PAGE.with_only_columns(*AGENT_COLUMNS))
 #: A row of ``EXPORT_RECORDS``: the record's agent id, then the record.
 _EXPORT_RECORD_COLUMNS: Final = (executions.c.agent_id, *EXECUTION_COLUMNS)
 _EXPORT_RECORD_AGENT_ID: Final = _positions(_EXPORT_RECORD_COLUMNS)["agent_id"]
@@ -250,7 +251,7 @@ def records_of(page: ColumnElement[bool]) -> Prepared:
     )
 
 
-EXPORT_RECORDS: Final = records_of(executions.c.agent_id.in_(_page.scalar_subquery()))
+EXPORT_RECORDS: Final = records_of(executions.c.agent_id.in_(EXPORT_PAGE.scalar_subquery()))
 
 # --------------------------------------------------------------------------------------------------
 # Rows <-> domain models

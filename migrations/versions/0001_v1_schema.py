@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
+from acti_store.column_types import DOUBLE_FLOAT, LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 from alembic import op
 
 revision: str = "0001_v1"
@@ -26,12 +27,12 @@ def upgrade() -> None:
         "agents",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("name", sa.String(length=64), nullable=False),
-        sa.Column("description", sa.Text(), nullable=False),
-        sa.Column("system_prompt", sa.Text(), nullable=False),
+        sa.Column("description", LONG_TEXT, nullable=False),
+        sa.Column("system_prompt", LONG_TEXT, nullable=False),
         sa.Column("tools", sa.JSON(), nullable=False),
         sa.Column("model", sa.String(length=200), nullable=False),
         sa.Column("stratum", sa.String(length=8), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("created_at", TIMESTAMP, nullable=False),
         sa.Column("version", sa.String(length=20), nullable=False),
         sa.Column("builder", sa.String(length=200), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_agents")),

@@ -18,6 +18,7 @@ import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
+from acti_store.column_types import DOUBLE_FLOAT, LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 from alembic import context, op
 
 from acti_store.migrations.offline import offline_data_step
@@ -32,8 +33,8 @@ _TOOL_BITS = {"voice": 1, "websearch": 2, "calendar": 4, "communication": 8, "cr
 _NEW_COLUMNS = (
     ("tools_mask", sa.Integer()),
     ("tags", sa.JSON()),
-    ("updated_at", sa.DateTime(timezone=True)),
-    ("last_executed_at", sa.DateTime(timezone=True)),
+    ("updated_at", TIMESTAMP),
+    ("last_executed_at", TIMESTAMP),
     ("version_number", sa.Integer()),
     ("execution_count", sa.Integer()),
     ("success_count", sa.Integer()),
@@ -64,12 +65,12 @@ def _agents_before_rebuild() -> sa.Table:
         sa.MetaData(),
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("name", sa.String(length=64), nullable=False),
-        sa.Column("description", sa.Text(), nullable=False),
-        sa.Column("system_prompt", sa.Text(), nullable=False),
+        sa.Column("description", LONG_TEXT, nullable=False),
+        sa.Column("system_prompt", LONG_TEXT, nullable=False),
         sa.Column("tools", sa.JSON(), nullable=False),
         sa.Column("model", sa.String(length=200), nullable=False),
         sa.Column("stratum", sa.String(length=8), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("created_at", TIMESTAMP, nullable=False),
         sa.Column("version", sa.String(length=20), nullable=False),
         sa.Column("builder", sa.String(length=200), nullable=False),
         *(sa.Column(name, type_, nullable=True) for name, type_ in _NEW_COLUMNS),
@@ -134,6 +135,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("tag", "agent_id", name=op.f("pk_agent_tags")),
+        **TABLE_OPTIONS,
     )
     op.create_index(op.f("ix_agent_tags_agent_id"), "agent_tags", ["agent_id"], unique=False)
     op.create_table(
@@ -142,11 +144,11 @@ def upgrade() -> None:
         sa.Column("agent_id", sa.Integer(), nullable=True),
         sa.Column("agent_name", sa.String(length=64), nullable=False),
         sa.Column("execution_id", sa.String(length=64), nullable=False),
-        sa.Column("timestamp", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("task", sa.Text(), nullable=False),
-        sa.Column("result_summary", sa.Text(), nullable=False),
+        sa.Column("timestamp", TIMESTAMP, nullable=False),
+        sa.Column("task", LONG_TEXT, nullable=False),
+        sa.Column("result_summary", LONG_TEXT, nullable=False),
         sa.Column("success", sa.Boolean(), nullable=False),
-        sa.Column("duration_seconds", sa.Float(), nullable=False),
+        sa.Column("duration_seconds", DOUBLE_FLOAT, nullable=False),
         sa.Column("tool_calls_count", sa.Integer(), nullable=False),
         sa.Column("error_type", sa.String(length=100), nullable=True),
         sa.ForeignKeyConstraint(
@@ -156,6 +158,7 @@ def upgrade() -> None:
             ondelete="SET NULL",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_executions")),
+        **TABLE_OPTIONS,
     )
     op.create_index("ix_executions_agent_id_id", "executions", ["agent_id", "id"], unique=False)
     op.create_index("ix_executions_agent_name_id", "executions", ["agent_name", "id"], unique=False)

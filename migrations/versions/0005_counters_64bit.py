@@ -42,10 +42,20 @@ _COLUMNS = (
 
 def _widen(to: sa.types.TypeEngine[int], was: sa.types.TypeEngine[int], sql_type: str) -> None:
     bind = op.get_bind()
-    if bind.dialect.name != "postgresql":
+    if bind.dialect.name == "sqlite":  # its INTEGER is 64-bit already
         return
     for table, column in _COLUMNS:
-        op.alter_column(table, column, type_=to, existing_type=was, existing_nullable=False)
+        op.alter_column(
+            table,
+            column,
+            type_=to,
+            existing_type=was,
+            existing_nullable=False,
+            # MariaDB/MySQL: a column is changed whole, and the id keeps its AUTO_INCREMENT
+            **({"existing_autoincrement": True} if column == "id" else {}),
+        )
+    if bind.dialect.name != "postgresql":
+        return
     if context.is_offline_mode():  # printed as SQL (--sql): the server looks the sequence up
         op.execute(
             "DO $$ BEGIN IF pg_get_serial_sequence('executions', 'id') IS NOT NULL THEN "

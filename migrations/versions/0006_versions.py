@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
+from acti_store.column_types import DOUBLE_FLOAT, LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 from alembic import op
 
 revision: str = "0006_versions"
@@ -37,7 +38,7 @@ depends_on: str | Sequence[str] | None = None
 
 #: 64-bit on PostgreSQL, SQLite's INTEGER (already 64-bit) there: ``schema.Counter`` at 0006.
 _COUNTER = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-_TIME = sa.DateTime(timezone=True)
+_TIME = TIMESTAMP
 UPGRADE_MESSAGE = "imported at upgrade"
 
 
@@ -50,14 +51,14 @@ def _agent_fk(table: str, ondelete: str) -> sa.ForeignKeyConstraint:
 def _config_columns() -> list[sa.Column[object]]:
     """A snapshot's columns after its key: the configuration, when it was made, its message."""
     return [
-        sa.Column("description", sa.Text(), nullable=False),
-        sa.Column("system_prompt", sa.Text(), nullable=False),
+        sa.Column("description", LONG_TEXT, nullable=False),
+        sa.Column("system_prompt", LONG_TEXT, nullable=False),
         sa.Column("tools", sa.JSON(), nullable=False),
         sa.Column("model", sa.String(length=200), nullable=False),
         sa.Column("stratum", sa.String(length=8), nullable=True),
         sa.Column("tags", sa.JSON(), nullable=False),
         sa.Column("created_at", _TIME, nullable=False),
-        sa.Column("message", sa.Text(), nullable=True),
+        sa.Column("message", LONG_TEXT, nullable=True),
     ]
 
 
@@ -70,6 +71,7 @@ def upgrade() -> None:
         _agent_fk("agent_versions", "CASCADE"),
         sa.PrimaryKeyConstraint("agent_id", "version", name=op.f("pk_agent_versions")),
         sqlite_with_rowid=False,
+        **TABLE_OPTIONS,
     )
     op.create_table(
         "agent_versions_archive",
@@ -78,6 +80,7 @@ def upgrade() -> None:
         sa.Column("version", _COUNTER, nullable=False),
         *_config_columns(),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_agent_versions_archive")),
+        **TABLE_OPTIONS,
     )
     op.create_index(
         "ix_agent_versions_archive_agent_name_id",
@@ -92,6 +95,7 @@ def upgrade() -> None:
         sa.Column("version", _COUNTER, nullable=False),
         _agent_fk("agent_labels", "CASCADE"),
         sa.PrimaryKeyConstraint("agent_id", "label", name=op.f("pk_agent_labels")),
+        **TABLE_OPTIONS,
     )
     op.create_table(
         "agent_label_moves",
@@ -102,9 +106,10 @@ def upgrade() -> None:
         sa.Column("from_version", _COUNTER, nullable=True),
         sa.Column("to_version", _COUNTER, nullable=True),
         sa.Column("moved_at", _TIME, nullable=False),
-        sa.Column("note", sa.Text(), nullable=True),
+        sa.Column("note", LONG_TEXT, nullable=True),
         _agent_fk("agent_label_moves", "SET NULL"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_agent_label_moves")),
+        **TABLE_OPTIONS,
     )
     op.create_index(
         "ix_agent_label_moves_agent_id_id", "agent_label_moves", ["agent_id", "id"], unique=False
@@ -122,10 +127,11 @@ def upgrade() -> None:
         sa.Column("runs", _COUNTER, nullable=False),
         sa.Column("successes", _COUNTER, nullable=False),
         sa.Column("errors", _COUNTER, nullable=False),
-        sa.Column("duration_total", sa.Float(), nullable=False),
+        sa.Column("duration_total", DOUBLE_FLOAT, nullable=False),
         sa.Column("last_executed_at", _TIME, nullable=True),
         _agent_fk("agent_version_stats", "CASCADE"),
         sa.PrimaryKeyConstraint("agent_id", "version", name=op.f("pk_agent_version_stats")),
+        **TABLE_OPTIONS,
     )
     # A nullable column is added in place on both engines (no rebuild of the history).
     op.add_column("executions", sa.Column("agent_version", _COUNTER, nullable=True))

@@ -13,12 +13,14 @@ from typing import Final
 
 from ...errors import StoreUrlError
 from .base import EngineStrategy, TextIndex
+from .mysql import MariadbEngine, MysqlEngine
 from .postgresql import PostgresqlEngine
 from .sqlite import SqliteEngine
 
 #: The strategy of each engine, by SQLAlchemy dialect name (``Dialect.name``).
 _ENGINES: Final[dict[str, EngineStrategy]] = {
-    strategy.name: strategy for strategy in (SqliteEngine(), PostgresqlEngine())
+    strategy.name: strategy
+    for strategy in (SqliteEngine(), PostgresqlEngine(), MysqlEngine(), MariadbEngine())
 }
 #: The dialect names of the engines the repository runs on.
 ENGINE_NAMES: Final = frozenset(_ENGINES)

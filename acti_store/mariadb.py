@@ -1,0 +1,74 @@
+"""MariaDB and MySQL (``mysql+pymysql://`` or ``mariadb+pymysql://``): the connection policy.
+
+Every session of a store runs ``session_sql`` first: lock waits end after the lock timeout
+(InnoDB counts them in whole seconds), timestamps are UTC, the SQL mode is strict (a value that
+does not fit is refused, never cut), and a read-only store's transactions are read-only. The
+session keeps InnoDB's REPEATABLE READ, which a snapshot read (the export's) needs; a write
+runs at READ COMMITTED, as on PostgreSQL (``repository.engines.mysql``).
+
+``schema=`` names a database of its own on this engine (MariaDB and MySQL have no schemas
+inside a database): the store's URL is pointed at it (``store_url``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+from sqlalchemy.engine import URL
+
+#: InnoDB's longest lock wait (seconds): ``innodb_lock_wait_timeout``'s maximum.
+_LOCK_WAIT_MAX: Final = 1_073_741_824
+#: The SQL mode of a store's sessions: strict (too long or out of range is an error), no zero
+#: dates, no silent engine change.
+SQL_MODE: Final = "STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,NO_ENGINE_SUBSTITUTION"
+#: How long a pooled connection is kept (seconds), well within the server's ``wait_timeout``
+#: (8 hours by default), after which the server drops it.
+POOL_RECYCLE: Final = 3600
+
+
+def lock_wait_seconds(seconds: float) -> int:
+    """A lock wait as InnoDB takes it: whole seconds, at least 1 (rounded up: never shorter)."""
+    return min(_LOCK_WAIT_MAX, max(1, math.ceil(seconds)))
+
+
+def lock_wait_sql(seconds: float) -> str:
+    """The statement after which this session's lock waits give up after ``seconds``."""
+    return f"SET SESSION innodb_lock_wait_timeout = {lock_wait_seconds(seconds)}"
+
+
+def session_sql(lock_timeout: float, *, read_only: bool = False) -> list[str]:
+    """What every session of a store runs first."""
+    statements = [
+        lock_wait_sql(lock_timeout),
+        "SET SESSION time_zone = '+00:00'",
+        f"SET SESSION sql_mode = '{SQL_MODE}'",
+    ]
+    if read_only:
+        statements.append("SET SESSION TRANSACTION READ ONLY")
+    return statements
+
+
+def connect(dbapi_connection: Any, statements: list[str]) -> None:
+    """Run ``statements`` on a new connection, and commit."""
+    cursor = dbapi_connection.cursor()
+    try:
+        for statement in statements:
+            cursor.execute(statement)
+    finally:
+        cursor.close()
+    dbapi_connection.commit()
+
+
+def store_url(url: URL, schema: str | None) -> URL:
+    """``url`` pointed at the database ``schema`` (None: the URL's own), in utf8mb4."""
+    if schema is not None:
+        url = url.set(database=schema)
+    if "charset" not in url.query:
+        url = url.update_query_dict({"charset": "utf8mb4"})
+    return url
+
+
+def options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The engine options of a store: ``kwargs`` with the pool's recycle time."""
+    return {"pool_recycle": POOL_RECYCLE, **kwargs}
