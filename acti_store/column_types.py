@@ -22,7 +22,7 @@ MYSQL_DIALECTS: Final = ("mysql", "mariadb")
 #: A long text (a system prompt, a task): MEDIUMTEXT on MariaDB/MySQL (16 MiB).
 LONG_TEXT: Final = Text().with_variant(MEDIUMTEXT(), *MYSQL_DIALECTS)
 #: A double-precision number (a duration): DOUBLE on MariaDB/MySQL.
-DOUBLE_FLOAT: Final = Float().with_variant(DOUBLE(), *MYSQL_DIALECTS)
+DOUBLE_FLOAT: Final = Float().with_variant(DOUBLE(asdecimal=False), *MYSQL_DIALECTS)
 #: A timestamp to the microsecond: DATETIME(6) (naive UTC) on MariaDB/MySQL.
 TIMESTAMP: Final = DateTime(timezone=True).with_variant(DATETIME(fsp=6), *MYSQL_DIALECTS)
 #: The options of every table acti_store creates (MariaDB/MySQL's; ignored elsewhere).

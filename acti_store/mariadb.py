@@ -13,9 +13,15 @@ inside a database): the store's URL is pointed at it (``store_url``).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Final
 
 from sqlalchemy.engine import URL
+
+from .errors import StoreUrlError
+
+#: The oldest MariaDB acti_store runs on: the first with ``INSERT ... RETURNING``.
+MIN_MARIADB: Final = (10, 5)
 
 #: InnoDB's longest lock wait (seconds): ``innodb_lock_wait_timeout``'s maximum.
 _LOCK_WAIT_MAX: Final = 1_073_741_824
@@ -49,8 +55,23 @@ def session_sql(lock_timeout: float, *, read_only: bool = False) -> list[str]:
     return statements
 
 
+def check_server(version: str) -> None:
+    """Refuse (``StoreUrlError``) a server that is not MariaDB 10.5 or later (``version`` as
+    the server gives it, e.g. ``10.11.19-MariaDB-0+deb12u1``): the store writes with
+    ``INSERT ... RETURNING``, which MariaDB has since 10.5 and MySQL does not."""
+    numbers = re.match(r"(\d+)\.(\d+)", version)
+    found = (int(numbers[1]), int(numbers[2])) if numbers else (0, 0)
+    if "mariadb" not in version.lower() or found < MIN_MARIADB:
+        raise StoreUrlError(
+            f"acti_store runs on MariaDB {MIN_MARIADB[0]}.{MIN_MARIADB[1]} or later; this "
+            f"server is {version[:60]!r}, which lacks INSERT ... RETURNING. Use MariaDB, "
+            "PostgreSQL or SQLite"
+        )
+
+
 def connect(dbapi_connection: Any, statements: list[str]) -> None:
-    """Run ``statements`` on a new connection, and commit."""
+    """Check the server (``check_server``), run ``statements`` on a new connection, commit."""
+    check_server(str(dbapi_connection.get_server_info()))
     cursor = dbapi_connection.cursor()
     try:
         for statement in statements:

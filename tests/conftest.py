@@ -16,11 +16,13 @@ import os
 import threading
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.engine import make_url
 
 from acti_store import AgentConfig, AgentRepository, SqlAgentRepository, open_repository
@@ -76,21 +78,53 @@ def postgres_schema_url(schema: str) -> str:
     )
 
 
-@pytest.fixture
-def postgres_schema() -> Iterator[str]:
-    """A fresh, empty PostgreSQL schema; yields its URL."""
-    if not POSTGRES_URL:
-        pytest.skip(SKIP_POSTGRES)
-    schema = f"acti_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+@contextmanager
+def fresh_store(engine: str, folder: Path) -> Iterator[str]:
+    """The URL of an empty store on ``engine`` (an id of ``BACKENDS``), removed afterwards: a
+    file in ``folder`` (SQLite), a schema (PostgreSQL) or a database (MariaDB) of its own. For
+    fixtures of any scope; the lanes skip without their server's URL."""
+    if engine == "sqlite":
+        yield f"sqlite:///{folder / 'store.db'}"
+        return
+    server, skip = (
+        (POSTGRES_URL, SKIP_POSTGRES) if engine == "postgresql" else (MYSQL_URL, SKIP_MYSQL)
+    )
+    if not server:
+        pytest.skip(skip)
+    name = f"acti_test_{uuid.uuid4().hex[:12]}"
+    if engine == "postgresql":
+        made, url, dropped = (
+            f'CREATE SCHEMA "{name}"',
+            postgres_schema_url(name),
+            f'DROP SCHEMA "{name}" CASCADE',
+        )
+    else:
+        made, url = f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4", mysql_database_url(name)
+        dropped = f"DROP DATABASE IF EXISTS `{name}`"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        conn.execute(text(made))
     try:
-        yield postgres_schema_url(schema)
+        yield url
     finally:
         with admin.connect() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            if engine == "mysql":  # a failed test's open transaction would hold DROP forever
+                _end_sessions(conn, name)
+            conn.execute(text(dropped))
         admin.dispose()
+
+
+def _end_sessions(conn: Connection, database: str) -> None:
+    """End the MariaDB sessions still using ``database`` (DROP DATABASE waits for each)."""
+    sessions = conn.execute(
+        text(
+            "SELECT id FROM information_schema.processlist WHERE db = :db AND id <> CONNECTION_ID()"
+        ),
+        {"db": database},
+    ).scalars()
+    for session in list(sessions):
+        with suppress(Exception):  # ended meanwhile
+            conn.execute(text(f"KILL {int(session)}"))
 
 
 def mysql_database_url(database: str) -> str:
@@ -99,20 +133,17 @@ def mysql_database_url(database: str) -> str:
 
 
 @pytest.fixture
-def mysql_database() -> Iterator[str]:
+def postgres_schema(tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty PostgreSQL schema; yields its URL."""
+    with fresh_store("postgresql", tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def mysql_database(tmp_path: Path) -> Iterator[str]:
     """A fresh, empty MariaDB database; yields its URL."""
-    if not MYSQL_URL:
-        pytest.skip(SKIP_MYSQL)
-    database = f"acti_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(MYSQL_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4"))
-    try:
-        yield mysql_database_url(database)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS `{database}`"))
-        admin.dispose()
+    with fresh_store("mysql", tmp_path) as url:
+        yield url
 
 
 #: The fixture that makes an empty store on each server engine.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 import inspect
 import re
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +23,11 @@ import pytest
 from conftest import (
     APIS,
     BACKENDS,
-    POSTGRES_URL,
     AsyncDriven,
     FakeClock,
+    fresh_store,
     make_config,
-    postgres_schema_url,
 )
-from sqlalchemy import create_engine, text
 
 from acti_store import (
     AgentRepository,
@@ -81,30 +78,20 @@ def store(
     """A store per engine for the whole module: agent ``base`` at version 2 with a label and a
     run, exported to a folder. Refused calls write nothing, so the rows can share it."""
     tmp = tmp_path_factory.mktemp("arguments")
-    schema = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp / 'store.db'}"
-    else:
-        assert POSTGRES_URL is not None
-        schema = f"acti_test_{uuid.uuid4().hex[:12]}"
-        with create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT").connect() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        url = postgres_schema_url(schema)
-    repo = open_repository(url, clock=FakeClock())
-    try:
-        repo.create(make_config("base"))
-        agent = repo.update("base", {"model": "openai:gpt-4o"})
-        repo.set_label("base", "prod", 1)
-        repo.record_execution("base", _record(repo))
-        export_json(repo, tmp / "folder")
-        changed = agent.model_copy(update={"description": "Changed by a replace that was wrong"})
-        yield Store(url, repo, tmp / "folder", ImportItem("base", agent=changed))
-    finally:
-        repo.close()
-        if schema is not None:
-            assert POSTGRES_URL is not None
-            with create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT").connect() as conn:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    with fresh_store(request.param, tmp) as url:
+        repo = open_repository(url, clock=FakeClock())
+        try:
+            repo.create(make_config("base"))
+            agent = repo.update("base", {"model": "openai:gpt-4o"})
+            repo.set_label("base", "prod", 1)
+            repo.record_execution("base", _record(repo))
+            export_json(repo, tmp / "folder")
+            changed = agent.model_copy(
+                update={"description": "Changed by a replace that was wrong"}
+            )
+            yield Store(url, repo, tmp / "folder", ImportItem("base", agent=changed))
+        finally:
+            repo.close()
 
 
 @pytest.fixture(params=APIS)

@@ -11,15 +11,13 @@ history of the longest records.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, NamedTuple
 
 import pytest
-from conftest import BACKENDS, POSTGRES_URL, postgres_schema_url
-from sqlalchemy import create_engine, text
+from conftest import BACKENDS, fresh_store
 
 from acti_store import (
     Agent,
@@ -43,7 +41,7 @@ from acti_store.models import (
 )
 from acti_store.tools import make_builder_tools
 
-AGENTS = {"sqlite": 100_000, "postgresql": 10_000}
+AGENTS = {"sqlite": 100_000, "postgresql": 10_000, "mysql": 10_000}
 TEXT_BOUND = 32_000
 ARTIFACT_BOUND = 64 * 1024
 #: Stored stratum values in turn: the five strata and none (UNCLASSIFIED).
@@ -135,26 +133,14 @@ def store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Store]:
     """A store of many agents on each engine, loaded once for the module."""
-    if request.param == "sqlite":
-        url, schema = f"sqlite:///{tmp_path_factory.mktemp('big') / 'store.db'}", None
-    else:
-        assert POSTGRES_URL is not None
-        schema = f"acti_big_{os.getpid()}"
-        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        url = postgres_schema_url(schema)
-    repo = open_repository(url)
-    try:
-        agents = AGENTS[request.param]
-        repo.bulk_put_stream(partial(_items, agents), on_conflict="fail")
-        yield Store(repo, agents)
-    finally:
-        repo.close()
-        if schema is not None:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-            admin.dispose()
+    with fresh_store(request.param, tmp_path_factory.mktemp("big")) as url:
+        repo = open_repository(url)
+        try:
+            agents = AGENTS[request.param]
+            repo.bulk_put_stream(partial(_items, agents), on_conflict="fail")
+            yield Store(repo, agents)
+        finally:
+            repo.close()
 
 
 def run(repo: SqlAgentRepository, tool: str, **arguments: Any) -> tuple[str, dict[str, Any]]:

@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
-from conftest import BACKENDS, make_config
+from conftest import BACKENDS, fresh_store, make_config
 from data.v1_store import V1_ROWS, create_v1_store
 from fresh_database import fresh_postgres_database, relations
 from workers import children, scenarios
@@ -405,6 +405,10 @@ def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HostDatabas
         folder = tmp_path / "host"
         folder.mkdir()
         yield HostDatabase(f"sqlite:///{folder / 'host.db'}", folder)
+        return
+    if request.param == "mysql":  # a database of the server's: MariaDB's schema
+        with fresh_store("mysql", tmp_path) as url:
+            yield HostDatabase(url, None)
         return
     with fresh_postgres_database() as url:
         yield HostDatabase(url, None)
