@@ -41,12 +41,14 @@ class HistoryRules(ConformanceBase):
         for i in range(runs):
             run(repo, "lead_qualifier", f"task {i}", success=i % 10 != 0, duration=float(i))
         run(repo, "other_agent", "untouched")
-        history = repo.get_history("lead_qualifier", limit=HISTORY_MAX_RECORDS)
-        kept = len(history.executions)
+        kept = repo.execution_stats("lead_qualifier").retained
         assert kept == HISTORY_MAX_RECORDS, (
             f"FIFO: a store keeps the newest {HISTORY_MAX_RECORDS} execution records per agent, "
             f"this one kept {kept}"
         )
+        history = repo.get_history("lead_qualifier", limit=HISTORY_MAX_RECORDS)
+        shown = len(history.executions)
+        assert shown == HISTORY_MAX_RECORDS, f"FIFO: get_history(limit=50) gives 50, not {shown}"
         tasks = [r.task for r in history.executions]
         assert tasks == [f"task {i}" for i in range(runs - 1, 0, -1)], (
             "FIFO: the oldest record goes first; the newest 50 are kept, newest first"
