@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from ...errors import (
     AgentExistsError,
@@ -240,7 +242,7 @@ class DeleteRules(ConformanceBase):
 class ErrorTypes(ConformanceBase):
     def test_a_missing_agent_raises_agent_not_found(self, repo: AgentRepository) -> None:
         assert not repo.exists("ghost"), "ERRORS: exists is False for a missing agent"
-        calls = {
+        calls: dict[str, Callable[[], Any]] = {
             "get": lambda: repo.get("ghost"),
             "update": lambda: repo.update("ghost", {"model": "openai:gpt-4o"}),
             "delete": lambda: repo.delete("ghost"),

@@ -166,8 +166,8 @@ class SearchRules(ConformanceBase):
         assert repo.count({"limit": 1}) == total, "LIMIT: count ignores the limit"
 
     def test_count_by_stratum(self, catalogue: AgentRepository) -> None:
-        expected: dict[str | None, int] = dict.fromkeys(STRATA, 0) | {"RAI": 2, "RTI": 1}
-        expected |= {"ZACS": 1, None: 1}
+        expected: dict[str | None, int] = {stratum: 0 for stratum in STRATA}
+        expected |= {"RAI": 2, "RTI": 1, "ZACS": 1, None: 1}
         found = catalogue.count_by_stratum()
         assert found == expected, f"SEARCH: count_by_stratum names every stratum: {found}"
 
