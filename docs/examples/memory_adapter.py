@@ -36,8 +36,15 @@ from acti_store import (
     VersionConflictError,
     VersionNotFoundError,
 )
-from acti_store.models import HISTORY_MAX_RECORDS, MAX_TAGS, SEARCH_TAGS_RULE, STRATA, AgentMetadata
-from acti_store.repository import BulkPutResult, ConflictPolicy, port
+from acti_store.models import (
+    HISTORY_LIMIT_DEFAULT,
+    HISTORY_MAX_RECORDS,
+    MAX_TAGS,
+    SEARCH_TAGS_RULE,
+    STRATA,
+    AgentMetadata,
+)
+from acti_store.repository import BulkPutResult, ConflictPolicy, ImportOutcome, port
 from acti_store.repository.arguments import (
     checked_config,
     checked_history_request,
@@ -278,7 +285,7 @@ class InMemoryRepository(AgentRepository):
             )
 
     def get_history(
-        self, name: str, limit: int = 10, errors_only: bool = False
+        self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
     ) -> ExecutionHistory:
         limit, errors_only = checked_history_request(limit, errors_only)
         with self._lock:
@@ -345,8 +352,8 @@ class InMemoryRepository(AgentRepository):
                 raise
         return result
 
-    def _put(self, item: ImportItem, policy: ConflictPolicy) -> Any:
-        outcome = "imported"
+    def _put(self, item: ImportItem, policy: ConflictPolicy) -> ImportOutcome:
+        outcome: ImportOutcome = "imported"
         if item.agent is not None:
             if item.name in self._agents:
                 if policy == "fail":
