@@ -160,7 +160,7 @@ def run_kit(pytester: pytest.Pytester, adapter: str, *args: str) -> pytest.RunRe
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(
         test_broken=f"""
-        from test_conformance import {adapter}
+        from {__name__} import {adapter}
         from acti_store.testing.conformance import RepositoryConformance
 
         class TestBroken(RepositoryConformance):
