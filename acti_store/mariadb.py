@@ -59,9 +59,9 @@ def check_server(version: str) -> None:
     """Refuse (``StoreUrlError``) a server that is not MariaDB 10.5 or later (``version`` as
     the server gives it, e.g. ``10.11.19-MariaDB-0+deb12u1``): the store writes with
     ``INSERT ... RETURNING``, which MariaDB has since 10.5 and MySQL does not."""
-    numbers = re.match(r"(\d+)\.(\d+)", version)
-    found = (int(numbers[1]), int(numbers[2])) if numbers else (0, 0)
-    if "mariadb" not in version.lower() or found < MIN_MARIADB:
+    # MariaDB's protocol may prefix "5.5.5-" to its own version (old clients' compatibility).
+    numbers = re.search(r"(\d+)\.(\d+)\.\d+-MariaDB", version, re.IGNORECASE)
+    if numbers is None or (int(numbers[1]), int(numbers[2])) < MIN_MARIADB:
         raise StoreUrlError(
             f"acti_store runs on MariaDB {MIN_MARIADB[0]}.{MIN_MARIADB[1]} or later; this "
             f"server is {version[:60]!r}, which lacks INSERT ... RETURNING. Use MariaDB, "

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import POSTGRES_URL, postgres_schema_url
-from sqlalchemy import create_engine, text
+from conftest import fresh_store
 
 from acti_store import AgentRepository, open_repository
 from acti_store.models import HISTORY_MAX_RECORDS
@@ -42,7 +41,7 @@ InMemoryRepository = memory_adapter.InMemoryRepository
 class TestSqlConformance(RepositoryConformance):
     """The kit on each engine of conftest's ``BACKENDS`` (through ``store_url``): the first
     store of a test is ``store_url``'s, a further one (the round trip's second store) a new
-    SQLite file or PostgreSQL schema."""
+    one on the same engine (``conftest.fresh_store``)."""
 
     supports_processes = True
 
@@ -54,11 +53,8 @@ class TestSqlConformance(RepositoryConformance):
         self._given: str | None = store_url
         self._tmp = tmp_path
         self._urls: dict[int, str] = {}
-        self._schemas: list[str] = []
-        try:
+        with ExitStack() as self._more:
             yield
-        finally:
-            self._drop_schemas()
 
     def make_repository(self) -> AgentRepository:
         url, self._given = self._given or self._fresh_url(), None
@@ -70,28 +66,9 @@ class TestSqlConformance(RepositoryConformance):
         return open_repository(self._urls[id(repo)])
 
     def _fresh_url(self) -> str:
-        if self._backend == "sqlite":
-            return f"sqlite:///{self._tmp / f'store_{uuid.uuid4().hex[:8]}.db'}"
-        if self._backend == "postgresql" and POSTGRES_URL:
-            schema = f"acti_test_{uuid.uuid4().hex[:12]}"
-            self._admin(f'CREATE SCHEMA "{schema}"')
-            self._schemas.append(schema)
-            return postgres_schema_url(schema)
-        pytest.skip(f"a second store on {self._backend}: teach TestSqlConformance to make one")
-
-    def _drop_schemas(self) -> None:
-        for schema in self._schemas:
-            self._admin(f'DROP SCHEMA "{schema}" CASCADE')
-
-    @staticmethod
-    def _admin(statement: str) -> None:
-        assert POSTGRES_URL is not None
-        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-        try:
-            with admin.connect() as conn:
-                conn.execute(text(statement))
-        finally:
-            admin.dispose()
+        folder = self._tmp / f"store_{len(self._urls)}"
+        folder.mkdir()
+        return self._more.enter_context(fresh_store(self._backend, folder))
 
 
 class TestInMemoryConformance(RepositoryConformance):
