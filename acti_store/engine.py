@@ -68,6 +68,10 @@ SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
 VERSION_TABLE: Final = "acti_store_alembic_version"
 #: Where acti_store kept its revision before; moved to ``VERSION_TABLE`` on the first write open.
 LEGACY_VERSION_TABLE: Final = "alembic_version"
+#: MariaDB/MySQL: the table whose row says a migration is under way (``acti_store.revisions``):
+#: written before the first DDL and deleted when the migration commits, as that engine's DDL
+#: commits as it goes and cannot be rolled back. A row left behind is an interrupted migration.
+MIGRATION_PROGRESS_TABLE: Final = "acti_store_migration_progress"
 #: The drivers acti_store runs on, by database (the driver part of ``dialect+driver://``).
 SUPPORTED_DRIVERS: Final = {
     "sqlite": "pysqlite",

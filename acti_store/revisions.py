@@ -9,6 +9,8 @@ the first migration that needs it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Final
 
 from alembic import command
@@ -22,21 +24,50 @@ from .column_types import MYSQL_DIALECTS
 from .dberrors import is_missing_table, unreachable
 from .engine import (
     LEGACY_VERSION_TABLE,
+    MIGRATION_PROGRESS_TABLE,
     VERSION_TABLE,
     alembic_config,
     store_location,
     store_schema,
     switch_to_wal,
 )
-from .errors import InvalidInputError, SchemaVersionError, StoreUrlError
-from .migrations.names import is_acti_store_table
+from .errors import InvalidInputError, SchemaVersionError, StoreUnavailableError, StoreUrlError
+from .migrations.names import ORM_TABLES, is_acti_store_table
 
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
 #: The name of MariaDB's named lock held while migrating (``GET_LOCK``): one per database.
 _MYSQL_LOCK_NAME: Final = "CONCAT('acti_store_migration.', DATABASE())"
+#: How long a MariaDB migration waits for another's lock (seconds, about 34 years): ``GET_LOCK``
+#: has no "forever" there (a negative timeout answers NULL at once, without taking the lock).
+_MYSQL_LOCK_WAIT: Final = 2**30
 #: How many times the store's revision is read when a version table vanished meanwhile.
 _VERSION_READS: Final = 3
+#: ``Connection.info`` key of this connection's progress marker (MariaDB): ``"running"`` once
+#: ``mark_migration`` wrote it, ``"ended"`` once ``end_migration`` deleted its row.
+_MARKER: Final = "acti_store_migration_marker"
+#: MariaDB's progress table (``MIGRATION_PROGRESS_TABLE``): InnoDB, so that deleting its row
+#: commits with the migration's last revision stamp.
+_PROGRESS_DDL: Final = (
+    f"CREATE TABLE IF NOT EXISTS {MIGRATION_PROGRESS_TABLE} (started_at DATETIME(6) NOT NULL, "
+    "from_revision VARCHAR(255) NOT NULL, to_revision VARCHAR(255) NOT NULL) ENGINE=InnoDB"
+)
+
+
+@dataclass(frozen=True)
+class MigrationProgress:
+    """The marker row of a MariaDB migration under way (or interrupted): where it started from
+    and where it was going (revisions joined by commas; ``""``: none, base)."""
+
+    started_at: datetime
+    from_revision: str
+    to_revision: str
+
+    def describe(self) -> str:
+        return (
+            f"the migration from revision {self.from_revision or 'none'} to "
+            f"{self.to_revision or 'base'} (started {self.started_at:%Y-%m-%d %H:%M:%S} UTC)"
+        )
 
 
 def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[str]]:
@@ -51,37 +82,174 @@ def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[
     cfg = alembic_config()
     script = ScriptDirectory.from_config(cfg)
     heads = set(script.get_heads())
-    current, legacy = _current_heads(engine, script)
+    current, legacy, progress = _current_state(engine, script)
     _refuse_unknown(script, current)
-    if target == "head" and current == heads and not legacy:
+    if target == "head" and current == heads and not legacy and progress is None:
         return current, current
+    if target != "head":
+        _known_target(script, target)  # refused before the migration marks its start
     with engine.execution_options(acti_write=True).connect() as conn:
         with conn.begin():
-            before = begin_migration(conn, script)
-            _refuse_unknown(script, before)
+            before = begin_migration(conn, script, target)
+            cfg.attributes["connection"] = conn
             if target == "head" or not _is_ancestor(script, target, before):
-                if target != "head":
-                    _known_target(script, target)
-                cfg.attributes["connection"] = conn
                 command.upgrade(cfg, target)
             else:
-                cfg.attributes["connection"] = conn
                 command.downgrade(cfg, target)
             after = _heads_in(conn, VERSION_TABLE)
+            end_migration(conn)
         release_migration_lock(conn)
         switch_to_wal(conn)
     return before, after
 
 
-def begin_migration(conn: Connection, script: ScriptDirectory) -> set[str]:
+def begin_migration(
+    conn: Connection, script: ScriptDirectory, target: str | None = None
+) -> set[str]:
     """Everything before Alembic runs, in ``conn``'s transaction: ``migration_lock``,
-    ``refuse_foreign_tables``, the store's schema created if it is missing, and
-    ``adopt_legacy_version``; return the store's revisions. ``upgrade_schema`` and ``alembic
-    upgrade`` (``migrations/env.py``) both do this; both run ``switch_to_wal`` after the commit."""
+    ``recover_interrupted_migration`` (MariaDB), ``refuse_foreign_tables``, the store's schema
+    created if it is missing, ``adopt_legacy_version``, a store at an unknown revision refused,
+    and (MariaDB, when ``target`` is where revisions will take the store) ``mark_migration``;
+    return the store's revisions. ``upgrade_schema`` and ``alembic upgrade``
+    (``migrations/env.py``) both do this; both run ``end_migration`` after Alembic, in the
+    transaction, then ``release_migration_lock`` and ``switch_to_wal`` after the commit."""
+    conn.info.pop(_MARKER, None)  # a pooled connection's, from a migration that failed
     migration_lock(conn)
+    recover_interrupted_migration(conn)
     refuse_foreign_tables(conn, script)
     create_store_schema(conn)
-    return adopt_legacy_version(conn, script)
+    before = adopt_legacy_version(conn, script)
+    _refuse_unknown(script, before)
+    if target is not None:
+        mark_migration(conn, script, before, target)
+    return before
+
+
+def mark_migration(
+    conn: Connection, script: ScriptDirectory, before: set[str], target: str
+) -> None:
+    """MariaDB/MySQL: record (``MIGRATION_PROGRESS_TABLE``) that a migration from ``before`` to
+    ``target`` is under way, committed before any DDL of it runs; a no-op elsewhere, and when
+    the store is at ``target`` already.
+
+    That engine's DDL commits as it goes and cannot be undone: a migration killed (or failed)
+    part way leaves a half-made schema, and this row, for ``recover_interrupted_migration``.
+    ``end_migration`` deletes the row in the migration's last transaction."""
+    if conn.dialect.name not in MYSQL_DIALECTS:
+        return
+    destination = _destination(script, target)
+    if destination == before:
+        return
+    to = ",".join(sorted(destination)) if destination is not None else target
+    conn.execute(text(_PROGRESS_DDL))
+    conn.execute(text(f"DELETE FROM {MIGRATION_PROGRESS_TABLE}"))
+    conn.execute(
+        text(
+            f"INSERT INTO {MIGRATION_PROGRESS_TABLE} (started_at, from_revision, to_revision) "
+            "VALUES (UTC_TIMESTAMP(6), :before, :to)"
+        ),
+        {"before": ",".join(sorted(before)), "to": to},
+    )
+    # Committed now, on the server: the first DDL would commit it anyway (DDL commits as it goes
+    # there), but a revision may begin with DML. The migration carries on in the transaction
+    # the server begins next, which ``conn``'s transaction commits or rolls back as before.
+    conn.exec_driver_sql("COMMIT")
+    conn.info[_MARKER] = "running"
+
+
+def end_migration(conn: Connection) -> None:
+    """After Alembic, in the migration's transaction: delete the progress marker of
+    ``mark_migration``, so that it goes in the same commit as the last revision's stamp."""
+    if conn.info.get(_MARKER) == "running":
+        conn.execute(text(f"DELETE FROM {MIGRATION_PROGRESS_TABLE}"))
+        conn.info[_MARKER] = "ended"
+
+
+def recover_interrupted_migration(conn: Connection) -> None:
+    """MariaDB/MySQL, holding ``migration_lock`` (so the marker found is not a running
+    migration's): finish with a migration that was interrupted (killed, or failed) part way,
+    whose marker (``mark_migration``) is still there. A no-op elsewhere and without a marker.
+
+    The store at the revision the marker was going to: the migration had ended; the marker is
+    removed. Else the schema may be half-made, and MariaDB cannot undo it: a store that holds
+    no row in any of acti_store's tables (the migration was creating it, or it was empty) has
+    every acti_store table dropped, so the migration that follows makes the store from
+    scratch; a store holding rows is refused (``SchemaVersionError``), nothing written."""
+    if conn.dialect.name not in MYSQL_DIALECTS:
+        return
+    progress = _progress(conn)
+    if progress is not None and _heads_in(conn, VERSION_TABLE) != set(
+        filter(None, progress.to_revision.split(","))
+    ):
+        tables = sorted(
+            name
+            for name in _relation_names(conn)
+            if is_acti_store_table(name) and name != MIGRATION_PROGRESS_TABLE
+        )
+        holding = [name for name in tables if name in ORM_TABLES and _has_rows(conn, name)]
+        if holding:
+            raise SchemaVersionError(
+                f"{progress.describe()} was interrupted part way (killed, or it failed); "
+                "MariaDB cannot undo schema changes, so the store's schema is half-made, and "
+                f"it holds data (in {', '.join(holding)}). Nothing was changed. Restore the "
+                "database from its backup, then run acti-store migrate"
+            )
+        if tables:
+            conn.execute(text("SET SESSION foreign_key_checks = 0"))
+            try:
+                conn.execute(text(f"DROP TABLE IF EXISTS {', '.join(tables)}"))
+            finally:
+                conn.execute(text("SET SESSION foreign_key_checks = 1"))
+    if progress is not None or _has_progress_table(conn):
+        conn.execute(text(f"DROP TABLE IF EXISTS {MIGRATION_PROGRESS_TABLE}"))
+
+
+def _progress(conn: Connection) -> MigrationProgress | None:
+    """The marker of a MariaDB migration under way or interrupted (``mark_migration``); None
+    without one (and on the other engines)."""
+    if conn.dialect.name not in MYSQL_DIALECTS or not _has_progress_table(conn):
+        return None
+    row = (
+        conn.execute(
+            text(
+                f"SELECT started_at, from_revision, to_revision FROM {MIGRATION_PROGRESS_TABLE} "
+                "LIMIT 1"
+            )
+        )
+        .mappings()
+        .first()
+    )
+    return None if row is None else MigrationProgress(**row)
+
+
+def _has_progress_table(conn: Connection) -> bool:
+    found = conn.execute(
+        text(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() "
+            "AND table_name = :name"
+        ),
+        {"name": MIGRATION_PROGRESS_TABLE},
+    ).first()
+    return found is not None
+
+
+def _has_rows(conn: Connection, table: str) -> bool:
+    return conn.execute(text(f"SELECT 1 FROM {table} LIMIT 1")).first() is not None
+
+
+def _destination(script: ScriptDirectory, target: str) -> set[str] | None:
+    """The revisions a migration to ``target`` (``head``, a revision, ``base``, several joined
+    by commas) ends at; None for a target named relative to the store's (``+1``, ``-1``)."""
+    ends: set[str] = set()
+    for one in target.split(","):
+        try:
+            number = script.as_revision_number(one)
+            numbers = () if number is None else (number,) if isinstance(number, str) else number
+            revisions = [script.get_revision(n) for n in numbers]
+        except Exception:
+            return None
+        ends.update(r.revision for r in revisions if r is not None)
+    return ends
 
 
 def refuse_foreign_tables(conn: Connection, script: ScriptDirectory) -> None:
@@ -90,7 +258,11 @@ def refuse_foreign_tables(conn: Connection, script: ScriptDirectory) -> None:
     ``agents``, say. They are acti_store's when its revision is recorded (``VERSION_TABLE``, or
     ``alembic_version`` as earlier versions kept it): a store at head or part way up."""
     found = _relation_names(conn)
-    clashing = sorted(n for n in found if is_acti_store_table(n) and n != VERSION_TABLE)
+    clashing = sorted(
+        n
+        for n in found
+        if is_acti_store_table(n) and n not in (VERSION_TABLE, MIGRATION_PROGRESS_TABLE)
+    )
     if not clashing or _heads_in(conn, VERSION_TABLE):
         return
     if any(_known(script, rev) for rev in _heads_in(conn, LEGACY_VERSION_TABLE)):
@@ -166,13 +338,24 @@ def migration_lock(conn: Connection) -> None:
     elif conn.dialect.name in MYSQL_DIALECTS:
         # A named lock is the session's, not the transaction's (and MariaDB's DDL commits as
         # it goes): released after the migration (``release_migration_lock``).
-        conn.execute(text(f"SELECT GET_LOCK({_MYSQL_LOCK_NAME}, -1)"))
+        taken = conn.execute(
+            text(f"SELECT GET_LOCK({_MYSQL_LOCK_NAME}, {_MYSQL_LOCK_WAIT})")
+        ).scalar()
+        if taken != 1:
+            raise StoreUnavailableError(
+                "cannot open the store: the server did not give its migration lock "
+                f"(GET_LOCK answered {taken})",
+                transient=False,
+            )
 
 
 def release_migration_lock(conn: Connection) -> None:
-    """After the migration's transaction: release MariaDB's named lock (a no-op elsewhere,
-    where the lock ended with the transaction)."""
+    """After the migration's transaction: on MariaDB, drop the progress table ``end_migration``
+    emptied and release the named lock (a no-op elsewhere, where the lock ended with the
+    transaction)."""
     if conn.dialect.name in MYSQL_DIALECTS:
+        if conn.info.pop(_MARKER, None) == "ended":
+            conn.execute(text(f"DROP TABLE IF EXISTS {MIGRATION_PROGRESS_TABLE}"))
         conn.execute(text(f"SELECT RELEASE_LOCK({_MYSQL_LOCK_NAME})"))
         conn.commit()
 
@@ -207,8 +390,15 @@ def check_schema(engine: Engine) -> None:
     nothing: what a read-only open does instead of ``upgrade_schema``."""
     script = ScriptDirectory.from_config(alembic_config())
     heads = set(script.get_heads())
-    current, legacy = _current_heads(engine, script)
+    current, legacy, progress = _current_state(engine, script)
     _refuse_unknown(script, current)
+    if progress is not None:
+        raise SchemaVersionError(
+            f"{progress.describe()} has not finished: it is running now, or it was interrupted "
+            "part way (MariaDB cannot undo schema changes, so the schema may be half-made), and "
+            "a read-only open does not finish it: run acti-store migrate (it waits for a "
+            "running migration) first"
+        )
     if current != heads:
         at = ", ".join(sorted(current)) or "none (no acti_store schema)"
         raise SchemaVersionError(
@@ -228,12 +418,17 @@ def current_revisions(engine: Engine) -> tuple[set[str], set[str], bool]:
     """The store's revisions, the heads of our scripts, and whether the store's revision is
     still in ``alembic_version`` (``acti-store migrate --current``)."""
     script = ScriptDirectory.from_config(alembic_config())
-    current, legacy = _current_heads(engine, script)
+    current, legacy, _ = _current_state(engine, script)
     return current, set(script.get_heads()), legacy
 
 
-def _current_heads(engine: Engine, script: ScriptDirectory) -> tuple[set[str], bool]:
-    """The store's revisions, and whether they are still in ``alembic_version`` (not moved).
+def _current_state(
+    engine: Engine, script: ScriptDirectory
+) -> tuple[set[str], bool, MigrationProgress | None]:
+    """The store's revisions, whether they are still in ``alembic_version`` (not moved), and
+    the marker of a MariaDB migration running or interrupted (read without the lock: only to
+    refuse a read-only open, or to go on to ``upgrade_schema``'s migration, which looks again
+    holding the lock).
 
     Read without the migration lock: a version table can be dropped between Alembic's look for
     it and its read (another opener moving our revision out of ``alembic_version``). That
@@ -241,11 +436,12 @@ def _current_heads(engine: Engine, script: ScriptDirectory) -> tuple[set[str], b
     for attempt in range(_VERSION_READS):
         try:
             with engine.connect() as conn:
+                progress = _progress(conn)
                 current = _heads_in(conn, VERSION_TABLE)
                 if current:
-                    return current, False
+                    return current, False, progress
                 legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
-                return legacy, bool(legacy)
+                return legacy, bool(legacy), progress
         except DBAPIError as exc:
             if not is_missing_table(exc) or attempt == _VERSION_READS - 1:
                 raise unreachable(exc) from exc

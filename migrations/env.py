@@ -9,6 +9,9 @@ acti_store kept there has it moved first, under the migration lock, in the migra
 Before anything is written, a SQLite file or PostgreSQL schema holding another application's tables
 of acti_store's names is refused (``acti_store.revisions.refuse_foreign_tables``); a SQLite file is
 switched to WAL once the migration has committed (``acti_store.engine.switch_to_wal``).
+On MariaDB, whose DDL commits as it goes, a marker says a migration is under way from before its
+first DDL until its last commit, and a migration finding one left behind by an interrupted one
+finishes it or refuses (``acti_store.revisions.mark_migration``, ``recover_interrupted_migration``).
 Loads logging sections only when the ini has them (a minimal ini has none).
 
 PostgreSQL schema of the store (``open_repository(schema=...)``): the one the handed connection or
@@ -40,7 +43,7 @@ from acti_store.engine import (
     switch_to_wal,
 )
 from acti_store.migrations.names import owned_name
-from acti_store.revisions import begin_migration, release_migration_lock
+from acti_store.revisions import begin_migration, end_migration, release_migration_lock
 from acti_store.schema import Base
 
 config = context.config
@@ -58,6 +61,18 @@ def _schema_given() -> str | None:
     """The schema named by ``-x schema=NAME``, else by the ini; None: ``ACTI_STORE_SCHEMA``."""
     given = context.get_x_argument(as_dictionary=True).get("schema")
     return given if given is not None else config.get_main_option(SCHEMA_INI_OPTION)
+
+
+def _destination() -> str | None:
+    """Where ``alembic upgrade``/``downgrade``/``stamp`` takes the store (revisions joined by
+    commas, ``base``); None for a command that runs no revision (``check``, ``current``)."""
+    try:
+        number = context.get_revision_argument()
+    except KeyError:
+        return None
+    if number is None:
+        return "base"
+    return number if isinstance(number, str) else ",".join(number)
 
 
 def _run(connection: Connection) -> None:
@@ -104,8 +119,9 @@ def run_migrations_online() -> None:
     try:
         with engine.execution_options(acti_write=True).connect() as conn:
             with conn.begin():
-                begin_migration(conn, ScriptDirectory.from_config(config))
+                begin_migration(conn, ScriptDirectory.from_config(config), _destination())
                 _run(conn)
+                end_migration(conn)
             release_migration_lock(conn)
             switch_to_wal(conn)
     finally:

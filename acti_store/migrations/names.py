@@ -15,7 +15,7 @@ from alembic import context
 from alembic.runtime.environment import IncludeNameFn, NameFilterParentNames, NameFilterType
 from sqlalchemy import MetaData
 
-from ..engine import ENV_SCHEMA, VERSION_TABLE
+from ..engine import ENV_SCHEMA, MIGRATION_PROGRESS_TABLE, VERSION_TABLE
 from ..errors import InvalidInputError
 from ..schema import Base
 
@@ -29,8 +29,13 @@ SEARCH_INDEX_PREFIXES: Final = ("agents_fts", "ix_agents_trgm_", "ix_agents_sort
 
 
 def is_acti_store_table(name: str) -> bool:
-    """Whether a table of this name is one acti_store makes (ORM, search index, version table)."""
-    return name in ORM_TABLES or name == VERSION_TABLE or name.startswith(SEARCH_INDEX_PREFIXES)
+    """Whether a table of this name is one acti_store makes (ORM, search index, version table,
+    MariaDB's migration progress table)."""
+    return (
+        name in ORM_TABLES
+        or name in (VERSION_TABLE, MIGRATION_PROGRESS_TABLE)
+        or name.startswith(SEARCH_INDEX_PREFIXES)
+    )
 
 
 def owned_name(
