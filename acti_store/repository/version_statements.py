@@ -200,23 +200,22 @@ ARCHIVE_MOVES: Final = Prepared(
 DELETE_STATS: Final = Prepared(
     delete(stats_table).where(stats_table.c.agent_id == bindparam("agent_id"))
 )
+#: The versions ``PRUNE`` deletes, as a derived table: MariaDB allows no ``LIMIT``/``OFFSET``
+#: in a subquery under ``IN`` itself.
+_PRUNED: Final = (
+    select(agent_versions.c.version)
+    .where(
+        _of_agent,
+        agent_versions.c.version != bindparam("current"),
+        agent_versions.c.version.not_in(select(agent_labels.c.version).where(_label_of_agent)),
+    )
+    .order_by(_newest_first)
+    .offset(bindparam("keep", type_=Integer()))
+    .subquery("pruned")
+)
 #: Keep the ``keep`` newest snapshots besides the current version and the labelled ones.
 PRUNE: Final = Prepared(
-    delete(agent_versions).where(
-        _of_agent,
-        agent_versions.c.version.in_(
-            select(agent_versions.c.version)
-            .where(
-                _of_agent,
-                agent_versions.c.version != bindparam("current"),
-                agent_versions.c.version.not_in(
-                    select(agent_labels.c.version).where(_label_of_agent)
-                ),
-            )
-            .order_by(_newest_first)
-            .offset(bindparam("keep", type_=Integer()))
-        ),
-    )
+    delete(agent_versions).where(_of_agent, agent_versions.c.version.in_(select(_PRUNED.c.version)))
 )
 
 _of_stats = (

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from acti_store.column_types import DOUBLE_FLOAT, LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 from alembic import op
+
+from acti_store.column_types import LONG_TEXT, TIMESTAMP
 
 revision: str = "0001_v1"
 down_revision: str | None = None

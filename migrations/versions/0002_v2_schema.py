@@ -18,9 +18,9 @@ import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from acti_store.column_types import DOUBLE_FLOAT, LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 from alembic import context, op
 
+from acti_store.column_types import DOUBLE_FLOAT, LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 from acti_store.migrations.offline import offline_data_step
 
 revision: str = "0002_v2"

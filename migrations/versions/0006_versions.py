@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from acti_store.column_types import DOUBLE_FLOAT, LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 from alembic import op
+
+from acti_store.column_types import DOUBLE_FLOAT, LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 
 revision: str = "0006_versions"
 down_revision: str | None = "0005_counters_64bit"
