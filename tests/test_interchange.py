@@ -8,14 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import POSTGRES_URL, FakeClock, make_config, postgres_schema_url
-from sqlalchemy import create_engine, text
+from conftest import FakeClock, fresh_store, make_config
+from sqlalchemy.engine import make_url
 
 from acti_store import (
     AgentExistsError,
@@ -90,24 +89,15 @@ def agent_doc(name: str, **changes: Any) -> dict[str, Any]:
 @pytest.fixture
 def other_repo(store_url: str, tmp_path: Path) -> Iterator[SqlAgentRepository]:
     """A second empty store on the same engine as ``repo``."""
-    if store_url.startswith("sqlite"):
-        repository = open_repository(f"sqlite:///{tmp_path / 'other.db'}", clock=FakeClock())
-        yield repository
-        repository.close()
-        return
-    assert POSTGRES_URL is not None
-    schema = f"acti_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    repository = open_repository(postgres_schema_url(schema), clock=FakeClock())
-    try:
-        yield repository
-    finally:
-        repository.close()
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    engine = {"sqlite": "sqlite", "postgresql": "postgresql"}.get(
+        make_url(store_url).get_backend_name(), "mysql"
+    )
+    with fresh_store(engine, tmp_path / "other") as url:
+        repository = open_repository(url, clock=FakeClock())
+        try:
+            yield repository
+        finally:
+            repository.close()
 
 
 # -- export ------------------------------------------------------------------------------------
