@@ -79,7 +79,7 @@ def _mysql_versions(config: BenchConfig) -> dict[str, str]:
     """The MariaDB/MySQL server's and pymysql's versions (none without ``--mysql-url``)."""
     if not config.mysql_url:
         return {}
-    import pymysql  # only with MariaDB/MySQL (the mysql extra)
+    import pymysql  # type: ignore[import-untyped]  # only with MariaDB/MySQL (mysql extra)
 
     from .backends.raw_pymysql import connect_args
 

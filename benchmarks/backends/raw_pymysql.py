@@ -37,8 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-import pymysql
-from pymysql.constants import CLIENT
+import pymysql  # type: ignore[import-untyped]  # no stubs installed
+from pymysql.constants import CLIENT  # type: ignore[import-untyped]
 from sqlalchemy import make_url
 
 from acti_store.documents import agent_document as acti_agent_document
