@@ -17,6 +17,15 @@ ACTI_POSTGRES: Final = "acti_store[postgresql]"
 RAW_PSYCOPG: Final = "raw_psycopg"
 LANGGRAPH_PG: Final = "langgraph_pg"
 POSTGRES_BACKENDS: Final = (ACTI_POSTGRES, RAW_PSYCOPG, LANGGRAPH_PG)
+ACTI_MYSQL: Final = "acti_store[mysql]"
+#: The practical limit on MariaDB: the reference of the MariaDB table's ratios.
+RAW_PYMYSQL: Final = "raw_pymysql"
+MYSQL_BACKENDS: Final = (ACTI_MYSQL, RAW_PYMYSQL)
+#: The server engines' tables: (title, their backends, the hand-written reference, its column).
+SERVER_TABLES: Final = (
+    ("PostgreSQL", POSTGRES_BACKENDS, RAW_PSYCOPG, "vs psycopg", "psycopg"),
+    ("MariaDB", MYSQL_BACKENDS, RAW_PYMYSQL, "vs pymysql", "pymysql"),
+)
 #: Operations whose acti_store throughput must be at least half of raw sqlite3's.
 HALF_OF_RAW: Final = (
     "create",
@@ -104,23 +113,32 @@ def render_table(
 
 
 def render_tables(stats: Sequence[OpStats], agents: int, search_agents: int) -> str:
-    """The main table (SQLite and files, vs raw sqlite3) and, when PostgreSQL backends ran, their
-    own table: ops/s relative to ``raw_psycopg`` (the PostgreSQL limit) and to raw sqlite3."""
-    postgres = [b for b in POSTGRES_BACKENDS if any(s.backend == b for s in stats)]
-    others = list(dict.fromkeys(s.backend for s in stats if s.backend not in postgres))
-    if not postgres:
+    """The main table (SQLite and files, vs raw sqlite3) and, for each server engine that ran
+    (PostgreSQL, MariaDB), a table of its own: ops/s relative to its hand-written store
+    (``raw_psycopg``, ``raw_pymysql``: the engine's practical limit) and to raw sqlite3."""
+    ran = {s.backend for s in stats}
+    servers = [
+        (title, [b for b in backends if b in ran], reference, column, driver)
+        for title, backends, reference, column, driver in SERVER_TABLES
+        if ran & set(backends)
+    ]
+    if not servers:
         return render_table(stats, agents, search_agents)
-    references: tuple[tuple[str, str], ...] = (("vs sqlite3", REFERENCE),)
-    if any(s.backend == RAW_PSYCOPG for s in stats):
-        references = (("vs psycopg", RAW_PSYCOPG), *references)
+    on_servers = {b for _, backends, *_ in servers for b in backends}
+    others = list(dict.fromkeys(s.backend for s in stats if s.backend not in on_servers))
     parts = []
     if others:
         parts += [render_table(stats, agents, search_agents, others), ""]
-    parts += [
-        f"PostgreSQL (ratios: ops/s relative to {RAW_PSYCOPG}, the hand-written psycopg store, "
-        f"and to {REFERENCE})",
-        render_table(stats, agents, search_agents, postgres, references),
-    ]
+    for i, (title, backends, reference, column, driver) in enumerate(servers):
+        references: tuple[tuple[str, str], ...] = (("vs sqlite3", REFERENCE),)
+        if reference in ran:
+            references = ((column, reference), *references)
+        parts += [
+            *([""] if i else []),
+            f"{title} (ratios: ops/s relative to {reference}, the hand-written {driver} store, "
+            f"and to {REFERENCE})",
+            render_table(stats, agents, search_agents, backends, references),
+        ]
     return "\n".join(parts)
 
 

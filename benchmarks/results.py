@@ -17,6 +17,7 @@ from . import client_scaling
 from .backends.acti import interchange_functions
 from .measure import OpStats, git_state
 from .report import (
+    MYSQL_BACKENDS,
     POSTGRES_BACKENDS,
     REFERENCE,
     Target,
@@ -74,6 +75,22 @@ def _postgres_versions(config: BenchConfig) -> dict[str, str]:
     }
 
 
+def _mysql_versions(config: BenchConfig) -> dict[str, str]:
+    """The MariaDB/MySQL server's and pymysql's versions (none without ``--mysql-url``)."""
+    if not config.mysql_url:
+        return {}
+    import pymysql  # type: ignore[import-untyped]  # only with MariaDB/MySQL (mysql extra)
+
+    from .backends.raw_pymysql import connect_args
+
+    with pymysql.connect(**connect_args(config.mysql_url)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        row = cur.fetchone()
+    server = str(row[0]) if row else "?"
+    name = "MariaDB" if "mariadb" in server.lower() else "MySQL"
+    return {name: server.split("-")[0], "pymysql": pymysql.__version__}
+
+
 def document(run: Run, workload: Workload | None, seconds: float) -> dict[str, Any]:
     """The results document of a finished run (what ``<name>.json`` holds)."""
     config = run.config
@@ -88,6 +105,7 @@ def document(run: Run, workload: Workload | None, seconds: float) -> dict[str, A
             "sqlite": sqlite3.sqlite_version,
             "sqlalchemy": sqlalchemy.__version__,
             "postgres_versions": _postgres_versions(config),
+            "mysql_versions": _mysql_versions(config),
             "seed": config.seed,
             "size": vars(config.size),
             "search_agents": config.search_agents,
@@ -120,7 +138,8 @@ def render(results: dict[str, Any]) -> str:
     stats = [_stats_from(d) for d in results["operations"]]
     agents, search_agents = meta["size"]["agents"], meta["search_agents"]
     checks = results["checks"]
-    versions = "".join(f", {name} {v}" for name, v in meta.get("postgres_versions", {}).items())
+    servers = meta.get("postgres_versions", {}) | meta.get("mysql_versions", {})
+    versions = "".join(f", {name} {v}" for name, v in servers.items())
     scaling = client_scaling.render(results.get("client_scaling", []))
     parts = [
         f"acti_store benchmark — {meta['date']}, Python {meta['python']}, SQLite {meta['sqlite']}, "
@@ -180,7 +199,9 @@ def write_results(
         meta = results["meta"]
         stats = [_stats_from(d) for d in results["operations"]]
         postgres = [b for b in POSTGRES_BACKENDS if any(s.backend == b for s in stats)]
+        mysql = [b for b in MYSQL_BACKENDS if any(s.backend == b for s in stats)]
         also = f" + PostgreSQL: {', '.join(postgres)}" if postgres else ""
+        also += f" + MariaDB: {', '.join(mysql)}" if mysql else ""
         png = out / f"{name}.png"
         write_chart(
             stats,

@@ -1,7 +1,8 @@
 """Benchmark acti_store against raw sqlite3 and the JSON-file design; check they all agree.
 
     python -m benchmarks.run [--agents 10000] [--search-agents 100000] [--postgres-url URL]
-                             [--out benchmarks/results] [--quick] [--no-client-scaling]
+                             [--mysql-url URL] [--out benchmarks/results] [--quick]
+                             [--no-client-scaling]
 
 Phases, each backend in turn, all in one process (export/import in a subprocess each, for memory):
 
@@ -15,6 +16,9 @@ Phases, each backend in turn, all in one process (export/import in a subprocess 
 With ``--postgres-url``, acti_store[postgresql], the hand-written ``raw_psycopg`` and LangGraph's
 ``PostgresStore`` (``langgraph_pg``) run every phase too, each in a schema of a database created for
 the run, and then the client-scaling probe (``client_scaling``: 1, 4, 16 client processes).
+With ``--mysql-url`` (MariaDB/MySQL, ``mysql+pymysql://`` or ``mariadb+pymysql://``),
+acti_store[mysql] and the hand-written ``raw_pymysql`` run every phase too, each store in a
+database created for the run (no client-scaling probe).
 
 Every answer is compared with raw sqlite3's (the reference); any difference is printed and makes the
 exit status 1. Results go to ``<out>/<name>.json``, ``.txt`` and ``.png``.
@@ -42,12 +46,15 @@ from .backends import Backend, StoreSpec, open_backend
 from .checks import Checker, check_import, digest, folder_digest
 from .measure import OpStats, code_fingerprint, first_last, run_probe, summarize
 from .report import (
+    ACTI_MYSQL,
     ACTI_POSTGRES,
     ACTI_SQLITE,
     JSON_FILES,
     LANGGRAPH_PG,
+    MYSQL_BACKENDS,
     POSTGRES_BACKENDS,
     RAW_PSYCOPG,
+    RAW_PYMYSQL,
     REFERENCE,
 )
 from .results import document, print_mismatches, render, write_results
@@ -63,9 +70,16 @@ from .workload import (
     search_kind,
 )
 
-#: Backends whose export/import is measured at search scale (``--scale-io``; the PostgreSQL
-#: ones when the run has them at that scale; not the peer, whose import alone takes an hour).
-SCALE_IO_BACKENDS: Final = (REFERENCE, ACTI_SQLITE, RAW_PSYCOPG, ACTI_POSTGRES)
+#: Backends whose export/import is measured at search scale (``--scale-io``; the server ones
+#: when the run has them at that scale; not the peer, whose import alone takes an hour).
+SCALE_IO_BACKENDS: Final = (
+    REFERENCE,
+    ACTI_SQLITE,
+    RAW_PSYCOPG,
+    ACTI_POSTGRES,
+    RAW_PYMYSQL,
+    ACTI_MYSQL,
+)
 #: Agents read back after each import at search scale (at N, all of them are).
 SCALE_IMPORT_SAMPLE: Final = 2_000
 DEFAULT_SEED: Final = 20250109
@@ -78,6 +92,9 @@ class BenchConfig:
     seed: int = DEFAULT_SEED
     postgres_url: str | None = None
     postgres_scale: bool = True
+    #: MariaDB/MySQL: acti_store[mysql] and raw_pymysql (``--mysql-url``), and their search at M.
+    mysql_url: str | None = None
+    mysql_scale: bool = True
     out: Path = Path("benchmarks/results")
     name: str = "latest"
     #: The JSON store reads every file per search: it runs only the first K searches (all kinds
@@ -302,7 +319,8 @@ def run_scale(run: Run) -> None:
     labels = [
         label
         for label in run.stores.labels
-        if label not in POSTGRES_BACKENDS or config.postgres_scale
+        if (label not in POSTGRES_BACKENDS or config.postgres_scale)
+        and (label not in MYSQL_BACKENDS or config.mysql_scale)
     ]
     run.log(f"search scale: building {config.search_agents:,}-agent stores ({', '.join(labels)})")
     specs = {label: run.stores.spec(label, "scale") for label in labels}
@@ -376,7 +394,7 @@ def run_benchmark(config: BenchConfig) -> dict[str, Any]:
     """Run every phase; returns the results document (also written to ``config.out``)."""
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="acti-bench-", dir=config.workdir))
-    stores = Stores(workdir, config.postgres_url)
+    stores = Stores(workdir, config.postgres_url, config.mysql_url)
     run = Run(config, stores, Checker(REFERENCE))
     run.notes["code"] = code_fingerprint()
     run.notes["load_before"] = os.getloadavg()
@@ -411,6 +429,13 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
     )
     parser.add_argument(
         "--no-postgres-scale", action="store_true", help="PostgreSQL: skip the search at M"
+    )
+    parser.add_argument(
+        "--mysql-url",
+        help="MariaDB/MySQL (mysql+pymysql://...): also measure acti_store and raw_pymysql on it",
+    )
+    parser.add_argument(
+        "--no-mysql-scale", action="store_true", help="MariaDB/MySQL: skip the search at M"
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--name", help="result file stem (latest; quick with --quick)")
@@ -466,6 +491,8 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
         seed=args.seed,
         postgres_url=args.postgres_url,
         postgres_scale=not args.no_postgres_scale,
+        mysql_url=args.mysql_url,
+        mysql_scale=not args.no_mysql_scale,
         out=args.out,
         name=args.name or ("quick" if quick else "latest"),
         json_search_sample=args.json_search_sample,

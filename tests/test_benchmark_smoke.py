@@ -5,7 +5,8 @@ its results file. Export/import run in-process (``--inline-io``) and the stores 
 there is one: starting a Python per export/import and fsyncing to disk would be most of the time.
 With ``ACTI_STORE_TEST_POSTGRES_URL`` set, the same on PostgreSQL too: acti_store, the
 hand-written ``raw_psycopg`` and LangGraph's ``PostgresStore`` beside the others, and a tiny
-client-scaling probe.
+client-scaling probe. With ``ACTI_STORE_TEST_MYSQL_URL`` set, the same on MariaDB:
+acti_store[mysql] beside the hand-written ``raw_pymysql``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ POSTGRES_ENV = "ACTI_STORE_TEST_POSTGRES_URL"
 POSTGRES_URL = os.environ.get(POSTGRES_ENV)
 BACKENDS = {"raw_sqlite3", "acti_store[sqlite]", "json_files"}
 POSTGRES_BACKENDS = {"acti_store[postgresql]", "raw_psycopg", "langgraph_pg"}
+MYSQL_ENV = "ACTI_STORE_TEST_MYSQL_URL"
+MYSQL_URL = os.environ.get(MYSQL_ENV)
+MYSQL_BACKENDS = {"acti_store[mysql]", "raw_pymysql"}
 OPERATIONS = {
     "create",
     "get",
@@ -112,6 +116,22 @@ def test_benchmark_backends_agree_on_postgresql(tmp_path: Path) -> None:
         assert cell["runs_per_s"] > 0 and cell["p99_ms"] >= cell["p50_ms"] > 0
         if cell["backend"] != "langgraph_pg":
             assert cell["lost"] == 0, cell
+
+
+@pytest.mark.mysql
+@pytest.mark.skipif(not MYSQL_URL, reason=f"{MYSQL_ENV} is not set: MariaDB skipped")
+@pytest.mark.timeout(300)
+def test_benchmark_backends_agree_on_mariadb(tmp_path: Path) -> None:
+    """raw_pymysql beside acti_store[mysql]: every phase, every answer compared with raw
+    sqlite3's, and the MariaDB table printed."""
+    assert MYSQL_URL is not None
+    results = _run_tiny(tmp_path, f"--mysql-url={MYSQL_URL}")
+    _check_agreement(results, BACKENDS | MYSQL_BACKENDS)
+    assert results["client_scaling"] == []
+    assert set(results["meta"]["mysql_versions"]) & {"MariaDB", "MySQL"}
+    text = (tmp_path / "smoke.txt").read_text("utf-8")
+    assert "MariaDB (ratios: ops/s relative to raw_pymysql" in text
+    assert "vs pymysql" in text
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ KINDS: Final = {
     "json_files": "benchmarks.backends.json_files",
     "raw_psycopg": "benchmarks.backends.raw_psycopg",
     "langgraph_pg": "benchmarks.backends.langgraph_pg",
+    "raw_pymysql": "benchmarks.backends.raw_pymysql",
 }
 
 
