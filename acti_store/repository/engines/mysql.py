@@ -13,6 +13,8 @@ Connection policy: ``acti_store.mariadb``; error numbers: ``acti_store.dberrors`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import cache
 from typing import Any, Final
 
 from sqlalchemy import Integer, bindparam, case, literal, or_, select, update
@@ -76,6 +78,13 @@ EXPORT_RECORDS_PAGED: Final = records_of(
 )
 
 
+@cache
+def _ids_by_name(count: int) -> Prepared:
+    """The id rows of ``count`` names (parameters ``n0`` ...), one statement per chunk size."""
+    names = [bindparam(f"n{i}", type_=agents.c.name.type) for i in range(count)]
+    return Prepared(select(agents.c.id, agents.c.name).where(agents.c.name.in_(names)))
+
+
 def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> None:
     """``recording.record_run`` without UPDATE ... RETURNING, which MariaDB lacks."""
     if cursor.execute(_MOVE_COUNTERS, counter_values(record) | {"name": name}) == 0:
@@ -109,6 +118,14 @@ class MysqlEngine(EngineStrategy):
         self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None
     ) -> None:
         write(lambda cursor: record_run(cursor, name, record, version))
+
+    def taken_names(self, cursor: Cursor, names: list[str]) -> dict[str, Sequence[Any]] | None:
+        """One round trip for a chunk, not one per item (None when a name comes twice: each
+        asks when its turn comes)."""
+        if len(set(names)) < len(names):
+            return None
+        values = {f"n{i}": name for i, name in enumerate(names)}
+        return {row[1]: row for row in cursor.all(_ids_by_name(len(names)), values)}
 
     def export_records(self, cursor: Cursor, ids: list[int], page: dict[str, Any]) -> list[Any]:
         return cursor.all(EXPORT_RECORDS_PAGED, page)
