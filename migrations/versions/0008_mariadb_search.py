@@ -1,4 +1,4 @@
-"""MariaDB/MySQL: a substring index of the agents' name and description, the trigrams of each.
+"""MariaDB: a substring index of the agents' name and description, the trigrams of each.
 
 MariaDB has no trigram index, and its FULLTEXT index matches words, not substrings. From this
 revision ``agent_trigrams`` holds, per agent, every distinct trigram (three characters) of its
@@ -43,16 +43,18 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 #: The positions a trigram may start at: a text of up to this many characters is indexed whole
-#: (a name holds at most 64, a description at most 500: ``acti_store.models``).
+#: (a name holds at most 64, a description at most 500: ``acti_store.models``; and a space).
 _POSITIONS = "seq_1_to_600"
 _INSERT = "INSERT IGNORE INTO agent_trigrams (trigram, agent_id) "
 
 
-def _trigrams(agent_id: str, text: str, source: str = "") -> str:
-    """Insert the trigrams of ``text`` (an SQL expression) of agent ``agent_id``, for each row of
-    ``source`` (a FROM item: ``agents AS a``, or none in a trigger), lower-cased and without
-    those holding a space; repeats are left to ``INSERT IGNORE``. No ``%`` in it (printed as
-    SQL for ``--sql``)."""
+def _trigrams(agent_id: str, name: str, description: str, source: str = "") -> str:
+    """Insert the trigrams of ``name`` and ``description`` (SQL expressions) of agent
+    ``agent_id``, for each row of ``source`` (a FROM item: ``agents AS a``, or none in a
+    trigger), lower-cased and without those holding a space: the two are indexed as one text
+    joined by a space, so no trigram spans them. Repeats are left to ``INSERT IGNORE``. No
+    ``%`` in it (printed as SQL for ``--sql``)."""
+    text = f"CONCAT({name}, ' ', {description})"
     gram = f"SUBSTRING(LOWER({text}), p.seq, 3)"
     joined = f"{source} JOIN {_POSITIONS} AS p ON" if source else f"{_POSITIONS} AS p WHERE"
     return (
@@ -61,23 +63,18 @@ def _trigrams(agent_id: str, text: str, source: str = "") -> str:
     )
 
 
-_TEXTS = ("name", "description")
-
-
-def _new_trigrams() -> str:
-    """A trigger's statements that index the new row's text."""
-    return "; ".join(_trigrams("NEW.id", f"NEW.{column}") for column in _TEXTS)
-
+#: A trigger's statement that indexes the new row's text.
+_NEW_TRIGRAMS = _trigrams("NEW.id", "NEW.name", "NEW.description")
 
 #: The sorts but the name's, each ``column DESC, name``: their indexes (below).
 _SORTED = ("created_at", "updated_at", "execution_count")
 _TRIGGERS = (
     "CREATE TRIGGER agent_trigrams_insert AFTER INSERT ON agents FOR EACH ROW BEGIN "
-    + _new_trigrams()
+    + _NEW_TRIGRAMS
     + "; END",
     "CREATE TRIGGER agent_trigrams_update AFTER UPDATE ON agents FOR EACH ROW BEGIN "
     "IF NOT (OLD.name <=> NEW.name AND OLD.description <=> NEW.description) THEN "
-    "DELETE FROM agent_trigrams WHERE agent_id = OLD.id; " + _new_trigrams() + "; END IF; END",
+    "DELETE FROM agent_trigrams WHERE agent_id = OLD.id; " + _NEW_TRIGRAMS + "; END IF; END",
 )
 
 
@@ -106,8 +103,7 @@ def upgrade() -> None:
         "REFERENCES agents (id) ON DELETE CASCADE"
         ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
     )
-    for column in _TEXTS:
-        op.execute(_trigrams("a.id", f"a.{column}", "agents AS a"))
+    op.execute(_trigrams("a.id", "a.name", "a.description", "agents AS a"))
     for trigger in _TRIGGERS:
         op.execute(trigger)
     for column in _SORTED:
