@@ -23,9 +23,15 @@ from ..schema import Base
 ORM_TABLES: Final = frozenset(Base.metadata.tables)
 #: Name prefixes of the search-index objects the migrations make with raw SQL, outside the ORM
 #: metadata: revision 0003's FTS5 table and its shadow tables and 0004's ``agents_fts_log``
-#: (SQLite, "agents_fts"), 0003's pg_trgm indexes (PostgreSQL, "ix_agents_trgm_") and 0007's
-#: stratum-and-sort indexes (PostgreSQL, "ix_agents_sort_").
-SEARCH_INDEX_PREFIXES: Final = ("agents_fts", "ix_agents_trgm_", "ix_agents_sort_")
+#: (SQLite, "agents_fts"), 0003's pg_trgm indexes (PostgreSQL, "ix_agents_trgm_"), 0007's
+#: stratum-and-sort indexes (PostgreSQL, "ix_agents_sort_"), 0008's trigram table and its
+#: triggers (MariaDB, "agent_trigrams") and sort indexes (MariaDB, "ix_agents_sort_").
+SEARCH_INDEX_PREFIXES: Final = (
+    "agents_fts",
+    "ix_agents_trgm_",
+    "ix_agents_sort_",
+    "agent_trigrams",
+)
 
 
 def is_acti_store_table(name: str) -> bool:

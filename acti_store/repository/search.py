@@ -10,8 +10,9 @@ tested per row (``_has_tags``).
 Text: every word must be a case-insensitive substring of the name or the description.
 PostgreSQL: ``LIKE`` on ``lower()``, served by the pg_trgm indexes (revision 0003). SQLite: the
 FTS5 trigram index ``agents_fts`` (revision 0003), fed through the log ``agents_fts_log``
-(revision 0004); see ``_text_values``. What differs is the engine's (``EngineStrategy``:
-``filter_column``, ``text_index``; ``engines.sqlite``, ``engines.postgresql``).
+(revision 0004); see ``_text_values``. MariaDB: the trigram table ``agent_trigrams`` (revision
+0008), whose candidates are tested by ``LIKE``. What differs is the engine's (``EngineStrategy``:
+``filter_column``, ``text_index``; ``engines.sqlite``, ``engines.postgresql``, ``engines.mysql``).
 
 A search runs on the repository's fast path (``sqlexec``): its statement holds only parameters,
 so it is built and compiled once per *shape* (the sort, which filters are set and how many
@@ -32,6 +33,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     exists,
+    false,
     func,
     literal_column,
     or_,
@@ -231,9 +233,11 @@ def _text_values(
     with their current text (``changed_ids``) are tested for instead.
 
     Every word must be a case-insensitive substring of the name or the description. The index
-    (SQLite's trigram index: ``engines.sqlite``) is probed for the words it serves, up to a cap
-    of matches among the agents it holds. Fewer matches (a selective query) become an id list,
-    plus the changed agents whose current text contains the words; a probe that fills up (None)
+    (SQLite's trigram index: ``engines.sqlite``; MariaDB's: ``engines.mysql``) is probed for the
+    words it serves, up to a cap of matches among the agents it holds. Fewer matches (a selective
+    query) become an id list, plus the changed agents whose current text contains the words (an
+    index without ``changed_ids`` has none); an index that is not ``exact`` gives candidates,
+    tested for every word by ``LIKE`` as well. A probe that fills up (None)
     means the words are common, and then an ordered scan that checks ``LIKE`` row by row finds
     ``limit`` hits sooner than collecting every match would. The id list is padded to a power
     of two with its last id (the same answer; fewer shapes to compile).
@@ -246,8 +250,10 @@ def _text_values(
         found = index.probe(cursor, indexed)
         if found is not None:
             ids = found + found[-1:] * ((1 << (len(found) - 1).bit_length()) - len(found))
-            logged = [_pattern(w) for w in indexed]
-            words = [w for w in words if len(w) < index.min_word]
+            if index.changed_ids is not None:
+                logged = [_pattern(w) for w in indexed]
+            if index.exact:
+                words = [w for w in words if len(w) < index.min_word]
     return [_pattern(w) for w in words], ids, logged
 
 
@@ -285,9 +291,12 @@ def _condition(
     if shape.min_executions:
         conditions.append(runs >= bindparam("min_executions", type_=agents.c.execution_count.type))
     if shape.ids is not None and index is not None:
-        logged = and_(agents.c.id.in_(index.changed_ids), *_contain("logged", shape.logged))
         ids = [bindparam(f"id_{i}", type_=Integer()) for i in range(shape.ids)]
-        conditions.append(or_(agents.c.id.in_(ids), logged) if ids else logged)
+        held: ColumnElement[bool] = agents.c.id.in_(ids) if ids else false()
+        if index.changed_ids is not None:
+            logged = and_(agents.c.id.in_(index.changed_ids), *_contain("logged", shape.logged))
+            held = or_(held, logged) if ids else logged
+        conditions.append(held)
     conditions.extend(_contain("word", shape.words))
     return and_(True, *conditions)
 

@@ -45,17 +45,22 @@ class Read(Protocol):
 
 class TextIndex(Protocol):
     """An engine's own text index of the agents' name and description, probed before a search
-    (SQLite's FTS5 trigram index). The search tests every word with ``LIKE`` where there is none.
+    (SQLite's FTS5 trigram index, MariaDB's trigram table). The search tests every word with
+    ``LIKE`` where there is none.
     """
 
     #: The shortest word the index serves.
     min_word: int
-    #: The agents the index may not hold with their current text: a search tests them itself.
-    changed_ids: Select[Any]
+    #: The agents the index may not hold with their current text: a search tests them itself
+    #: (None: the index holds every agent's current text, in the write's own transaction).
+    changed_ids: Select[Any] | None
+    #: The probe's agents hold every word (else they are candidates, each tested by ``LIKE``).
+    exact: bool
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         """The ids of the agents outside ``changed_ids`` whose indexed text holds every one of
-        ``words``; None when they are too many to be worth an id list (common words)."""
+        ``words`` (with ``exact`` unset: at least those); None when they are too many to be
+        worth an id list (common words)."""
         ...
 
 

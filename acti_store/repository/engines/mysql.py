@@ -7,7 +7,8 @@ export's) is ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, and a write runs at
 in as one multi-row ``VALUES``. An UPDATE returns no rows here, so a run's counters are moved
 and the agent's id and version read after, under the row lock the UPDATE took; the version's
 counters by ``INSERT ... ON DUPLICATE KEY UPDATE``. A subquery with ``LIMIT`` is not allowed
-under ``IN``: the export reads its page's records through a derived table.
+under ``IN``: the export reads its page's records through a derived table. Text queries probe
+the trigram table ``agent_trigrams`` first (``MariadbTrigramIndex``).
 Connection policy: ``acti_store.mariadb``; error numbers: ``acti_store.dberrors``.
 """
 
@@ -17,9 +18,20 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any, Final
 
-from sqlalchemy import Integer, bindparam, case, literal, or_, select, update
+from sqlalchemy import (
+    Integer,
+    String,
+    bindparam,
+    case,
+    literal,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import Select
 
 from ... import mariadb
 from ...errors import AgentNotFoundError
@@ -100,12 +112,80 @@ def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int |
     cursor.send(TRIM, {"agent_id": agent_id})
 
 
+#: How many candidates a text probe collects before it treats its words as common.
+TRIGRAM_PROBE_CAP: Final = 500
+#: The most index rows a probe reads (``LIMIT ROWS EXAMINED``): 30-40 ms at most.
+TRIGRAM_PROBE_ROWS: Final = 50_000
+#: The most trigrams a probe asks for (each one more index lookup per candidate).
+TRIGRAM_PROBE_MAX: Final = 8
+
+
+# The text index, as Alembic revision 0008 left it (migrations/versions/): ``agent_trigrams``
+# holds every distinct trigram of each agent's lower-cased name and description (none holding a
+# space), kept exact by triggers on ``agents`` in the transaction of every write. An agent whose
+# text holds a word holds each of the word's trigrams: the agents that hold them all are
+# candidates, which the search tests with ``LIKE``. A revision that changes the table or its
+# triggers must keep this strategy in step.
+def covering_trigrams(words: Sequence[str]) -> list[str]:
+    """Trigrams that cover each of ``words`` (from its start every third one, and its last:
+    together they span the word), without repeats, at most ``TRIGRAM_PROBE_MAX``. An agent
+    holding the words holds them; fewer only let more candidates through to ``LIKE``."""
+    grams: dict[str, None] = {}
+    for word in words:
+        starts = [*range(0, len(word) - 2, 3), len(word) - 3]
+        grams |= dict.fromkeys(word[i : i + 3] for i in starts)
+    return list(grams)[:TRIGRAM_PROBE_MAX]
+
+
+def _probe(count: int) -> Prepared:
+    """The agents that hold each of ``count`` trigrams ``gram_<i>``, up to one over the cap,
+    then a 0: a join of ``agent_trigrams`` per trigram on its primary key (trigram, agent id),
+    whose order the planner picks from each trigram's row count (it starts from the rarest).
+    MariaDB's ``LIMIT ROWS EXAMINED`` stops it, without its 0, when its words are common enough
+    that the probe would cost more than the ordered scan it saves."""
+    joined = "".join(
+        f" JOIN agent_trigrams t{i} ON t{i}.trigram = :gram_{i} AND t{i}.agent_id = t0.agent_id"
+        for i in range(1, count)
+    )
+    probe = text(
+        f"(SELECT t0.agent_id FROM agent_trigrams t0{joined} WHERE t0.trigram = :gram_0 "
+        f"LIMIT {TRIGRAM_PROBE_CAP + 1}) UNION ALL SELECT 0 "
+        f"LIMIT ROWS EXAMINED {TRIGRAM_PROBE_ROWS}"
+    )
+    return Prepared(
+        probe.bindparams(*(bindparam(f"gram_{i}", type_=String()) for i in range(count)))
+    )
+
+
+_PROBES: Final = {count: _probe(count) for count in range(1, TRIGRAM_PROBE_MAX + 1)}
+
+
+class MariadbTrigramIndex:
+    """``agent_trigrams``, probed for the words of three characters or more, up to
+    ``TRIGRAM_PROBE_CAP`` candidates (``search._text_values``). Exact in every transaction, so
+    no agent is left for the search to test apart (``changed_ids``)."""
+
+    min_word: int = 3
+    changed_ids: Select[Any] | None = None
+    exact: bool = False
+
+    def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
+        grams = covering_trigrams(words)
+        values = {f"gram_{i}": gram for i, gram in enumerate(grams)}
+        found = [row[0] for row in cursor.all(_PROBES[len(grams)], values)]
+        if 0 not in found:  # stopped: more rows examined than it is worth
+            return None
+        found.remove(0)
+        return found if len(found) <= TRIGRAM_PROBE_CAP else None
+
+
 class MysqlEngine(EngineStrategy):
     name = "mysql"
     begin_snapshot = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
     begin_snapshot_statement = begin_snapshot
     begin_write = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
     lock_wait_per_connection = True
+    text_index = MariadbTrigramIndex()
     count_run = COUNT_RUN
 
     def lock_wait_sql(self, seconds: float) -> str:

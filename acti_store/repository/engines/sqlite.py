@@ -58,7 +58,8 @@ class FtsTrigramIndex:
     ``FTS_PROBE_CAP`` matches among the agents outside the log (``search._text_values``)."""
 
     min_word: int = FTS_MIN_WORD
-    changed_ids: Select[Any] = _FTS_LOGGED
+    changed_ids: Select[Any] | None = _FTS_LOGGED
+    exact: bool = True
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
