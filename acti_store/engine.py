@@ -72,17 +72,20 @@ LEGACY_VERSION_TABLE: Final = "alembic_version"
 #: written before the first DDL and deleted when the migration commits, as that engine's DDL
 #: commits as it goes and cannot be rolled back. A row left behind is an interrupted migration.
 MIGRATION_PROGRESS_TABLE: Final = "acti_store_migration_progress"
-#: The drivers acti_store runs on, by database (the driver part of ``dialect+driver://``).
+#: The drivers acti_store runs on, by database (the driver part of ``dialect+driver://``); the
+#: first is the one a refused driver's message names.
 SUPPORTED_DRIVERS: Final = {
-    "sqlite": "pysqlite",
-    "postgresql": "psycopg",
-    "mysql": "pymysql",
-    "mariadb": "pymysql",
+    "sqlite": ("pysqlite",),
+    "postgresql": ("psycopg",),
+    "mysql": ("pymysql", "mysqldb"),
+    "mariadb": ("pymysql", "mysqldb"),
 }
 #: What to install for a driver that is missing.
 DRIVER_EXTRAS: Final = {
     "psycopg": 'pip install "acti-store[postgres]"',
     "pymysql": 'pip install "acti-store[mysql]"',
+    "mysqldb": "pip install mysqlclient (it builds against MariaDB's client library: "
+    "e.g. apt install libmariadb-dev pkg-config)",
 }
 #: A schema name acti_store takes: an identifier PostgreSQL keeps as written without quotes.
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -118,10 +121,10 @@ def resolve_url(url: str | URL | None = None) -> URL:
         ) from None
     if backend not in SUPPORTED_DRIVERS:
         raise StoreUrlError(f"acti_store does not support {backend} databases. {SUPPORTED_URLS}")
-    if driver != SUPPORTED_DRIVERS[backend]:
+    if driver not in SUPPORTED_DRIVERS[backend]:
         raise StoreUrlError(
             f"acti_store does not support the {driver} driver for {backend}: use "
-            f"{backend}+{SUPPORTED_DRIVERS[backend]}://. {SUPPORTED_URLS}"
+            f"{backend}+{SUPPORTED_DRIVERS[backend][0]}://. {SUPPORTED_URLS}"
         )
     return resolved
 
