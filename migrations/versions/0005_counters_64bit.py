@@ -44,6 +44,7 @@ def _widen(to: sa.types.TypeEngine[int], was: sa.types.TypeEngine[int], sql_type
     bind = op.get_bind()
     if bind.dialect.name == "sqlite":  # its INTEGER is 64-bit already
         return
+    whole = bind.dialect.name in ("mysql", "mariadb")
     for table, column in _COLUMNS:
         op.alter_column(
             table,
@@ -52,7 +53,8 @@ def _widen(to: sa.types.TypeEngine[int], was: sa.types.TypeEngine[int], sql_type
             existing_type=was,
             existing_nullable=False,
             # MariaDB/MySQL: a column is changed whole, and the id keeps its AUTO_INCREMENT
-            **({"existing_autoincrement": True} if column == "id" else {}),
+            # (only there: Alembic warns of it on PostgreSQL)
+            **({"existing_autoincrement": True} if whole and column == "id" else {}),
         )
     if bind.dialect.name != "postgresql":
         return
