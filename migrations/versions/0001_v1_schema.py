@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from acti_store.column_types import LONG_TEXT, TIMESTAMP
+from acti_store.column_types import LONG_TEXT, TABLE_OPTIONS, TIMESTAMP
 
 revision: str = "0001_v1"
 down_revision: str | None = None
@@ -38,6 +38,7 @@ def upgrade() -> None:
         sa.Column("builder", sa.String(length=200), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_agents")),
         sa.UniqueConstraint("name", name=op.f("uq_agents_name")),
+        **TABLE_OPTIONS,  # MariaDB: InnoDB, utf8mb4_bin (names sort and compare by code point)
     )
     op.create_index(op.f("ix_agents_stratum"), "agents", ["stratum"], unique=False)
     op.create_index(op.f("ix_agents_created_at"), "agents", ["created_at"], unique=False)
