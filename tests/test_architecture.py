@@ -256,10 +256,11 @@ def test_an_unknown_engine_is_refused_in_one_place() -> None:
 
     assert strategy_for("sqlite").name == "sqlite"
     assert strategy_for("postgresql").name == "postgresql"
-    with pytest.raises(StoreUrlError, match="does not support mariadb databases"):
-        strategy_for("mariadb")
-    engine: Any = SimpleNamespace(dialect=SimpleNamespace(name="mariadb"))
-    with pytest.raises(StoreUrlError, match="does not support mariadb databases"):
+    assert strategy_for("mysql").name == "mysql"
+    with pytest.raises(StoreUrlError, match="does not support oracle databases"):
+        strategy_for("oracle")
+    engine: Any = SimpleNamespace(dialect=SimpleNamespace(name="oracle"))
+    with pytest.raises(StoreUrlError, match="does not support oracle databases"):
         SqlAgentRepository(engine)
 
 

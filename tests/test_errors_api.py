@@ -48,7 +48,8 @@ SUPPORTED = "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE"
     [
         ("not a url", "the store URL 'not a url' is not a database URL acti_store can use"),
         ("foo://bar", "the store URL 'foo://bar' is not a database URL acti_store can use"),
-        ("mysql://x@h/db", "acti_store does not support mysql databases"),
+        ("mssql://x@h/db", "acti_store does not support mssql databases"),
+        ("mysql://x@h/db", "does not support the mysqldb driver for mysql: use mysql+pymysql://"),
         ("oracle://x@h/db", "acti_store does not support oracle databases"),
         ("postgresql+psycopg2://x@h/db", "does not support the psycopg2 driver for postgresql"),
         ("sqlite+pysqlcipher:///x.db", "does not support the pysqlcipher driver for sqlite"),

@@ -115,7 +115,8 @@ def test_tools_on_a_read_only_store_answer_with_the_store_error(
 def test_read_only_does_not_migrate(store_url: str) -> None:
     with pytest.raises(SchemaVersionError, match="a read-only open does not upgrade it"):
         open_repository(
-            store_url if "postgresql" in store_url else _empty_sqlite(store_url), read_only=True
+            _empty_sqlite(store_url) if store_url.startswith("sqlite") else store_url,
+            read_only=True,
         )
 
 

@@ -79,13 +79,21 @@ def test_twenty_runs_and_a_cold_store_keep_the_loop_free(store_url: str) -> None
 
 
 def fresh(store_url: str, attempt: int) -> str:
-    """Another new store for a second attempt: a new SQLite file, or the PostgreSQL schema
-    emptied (dropping it is the fixture's job)."""
+    """Another new store for a second attempt: a new SQLite file, or the PostgreSQL schema or
+    the MariaDB database emptied (dropping it is the fixture's job)."""
     if store_url.startswith("sqlite"):
         return store_url.replace("store.db", f"store{attempt}.db")
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
+    if store_url.startswith(("mysql", "mariadb")):
+        database = make_url(store_url).database
+        engine = create_engine(store_url, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(text(f"DROP DATABASE `{database}`"))
+            conn.execute(text(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4"))
+        engine.dispose()
+        return store_url
     schema = make_url(store_url).query["options"]
     assert isinstance(schema, str)
     name = schema.removeprefix("-csearch_path=")

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -137,7 +138,12 @@ def acti_store(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def run_script(url: str, sql: str) -> None:
     """Run printed SQL as a DBA would: the whole script, on a connection of its own."""
-    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    connect_args: dict[str, Any] = {}
+    if url.startswith(("mysql", "mariadb")):  # a script is many statements: PyMySQL must be told
+        from pymysql.constants import CLIENT
+
+        connect_args["client_flag"] = CLIENT.MULTI_STATEMENTS
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT", connect_args=connect_args)
     try:
         with engine.connect() as conn:
             raw = conn.connection.dbapi_connection
@@ -147,6 +153,8 @@ def run_script(url: str, sql: str) -> None:
             else:
                 with raw.cursor() as cursor:
                     cursor.execute(sql)
+                    while cursor.nextset():  # MariaDB: each statement's result, in turn
+                        pass
     finally:
         engine.dispose()
 

@@ -38,7 +38,7 @@ def upgrade() -> None:
         sa.Column("builder", sa.String(length=200), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_agents")),
         sa.UniqueConstraint("name", name=op.f("uq_agents_name")),
-        **TABLE_OPTIONS,
+        **TABLE_OPTIONS,  # MariaDB: InnoDB, utf8mb4_bin (names sort and compare by code point)
     )
     op.create_index(op.f("ix_agents_stratum"), "agents", ["stratum"], unique=False)
     op.create_index(op.f("ix_agents_created_at"), "agents", ["created_at"], unique=False)

@@ -5,9 +5,6 @@ PostgreSQL: ``agents.version``, ``execution_count``, ``success_count``, ``error_
 integer``) become BIGINT: past 2,147,483,647 an INTEGER fails with "integer out of range", and a
 record id is used up by every run ever recorded. The table is rewritten under an exclusive lock.
 
-MariaDB (a new engine: its stores are made through this revision) likewise, the id keeping its
-AUTO_INCREMENT.
-
 SQLite: nothing to do. Its INTEGER holds 64 bits already, and the ORM keeps the name INTEGER
 there (``schema.Counter``), so ``alembic check`` sees no drift. Rebuilding ``agents`` in batch mode
 would also drop the search-index triggers of revisions 0003/0004 and, with foreign keys on,
@@ -47,7 +44,7 @@ def _widen(to: sa.types.TypeEngine[int], was: sa.types.TypeEngine[int], sql_type
     bind = op.get_bind()
     if bind.dialect.name == "sqlite":  # its INTEGER is 64-bit already
         return
-    mysql = bind.dialect.name in ("mysql", "mariadb")
+    whole = bind.dialect.name in ("mysql", "mariadb")
     for table, column in _COLUMNS:
         op.alter_column(
             table,
@@ -56,7 +53,8 @@ def _widen(to: sa.types.TypeEngine[int], was: sa.types.TypeEngine[int], sql_type
             existing_type=was,
             existing_nullable=False,
             # MariaDB/MySQL: a column is changed whole, and the id keeps its AUTO_INCREMENT
-            **({"existing_autoincrement": True} if column == "id" and mysql else {}),
+            # (only there: Alembic warns of it on PostgreSQL)
+            **({"existing_autoincrement": True} if whole and column == "id" else {}),
         )
     if bind.dialect.name != "postgresql":
         return
