@@ -86,6 +86,9 @@ _MYSQL_RETRYABLE: Final = frozenset({1205, 1213})
 _MYSQL_LOCK_WAIT: Final = 1205
 _MYSQL_DUPLICATE: Final = frozenset({1062, 1586})
 _MYSQL_NO_TABLE: Final = 1146
+#: A table skipped by a read of ``information_schema`` (SQLAlchemy's ``has_table``) because
+#: another session's DDL is changing (or dropping) it right then.
+_MYSQL_CONCURRENT_DDL: Final = 1684
 #: A write the server refused as read-only: a read-only transaction, a server started
 #: ``--read-only`` (1290: "running with the --read-only option"), read-only mode.
 _MYSQL_READ_ONLY: Final = frozenset({1792, 1290, 1836})
@@ -93,6 +96,7 @@ _MYSQL_READ_ONLY: Final = frozenset({1792, 1290, 1836})
 #: many connections, a statement interrupted (a killed query, ``max_statement_time``).
 _MYSQL_TRANSIENT: Final = frozenset(
     {1205, 1213, 1040, 1053, 1077, 1079, 1080, 1152, 1158, 1159, 1160, 1161, 1317, 1927, 1969}
+    | {_MYSQL_CONCURRENT_DDL}
     | {2002, 2003, 2005, 2006, 2011, 2013, 2026, 2055}
 )
 #: Lasting problems, and what they mean for the store.
@@ -182,6 +186,12 @@ def is_missing_table(exc: BaseException) -> bool:
     if (number := _mysql_code(orig)) is not None:
         return number == _MYSQL_NO_TABLE
     return getattr(orig, "sqlstate", None) == _PG_UNDEFINED_TABLE
+
+
+def is_concurrent_ddl(exc: BaseException) -> bool:
+    """MariaDB/MySQL: a look at a table met another session's DDL changing it (a version table
+    being dropped as another opener moves our revision out of it); reading again gets past it."""
+    return _mysql_code(driver_error(exc)) == _MYSQL_CONCURRENT_DDL
 
 
 def _lasting_problem(exc: BaseException) -> str | None:

@@ -9,6 +9,7 @@ the first migration that needs it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -21,7 +22,7 @@ from sqlalchemy import table as sa_table
 from sqlalchemy.exc import DBAPIError
 
 from .column_types import MYSQL_DIALECTS
-from .dberrors import is_missing_table, unreachable
+from .dberrors import is_concurrent_ddl, is_missing_table, unreachable
 from .engine import (
     LEGACY_VERSION_TABLE,
     MIGRATION_PROGRESS_TABLE,
@@ -43,6 +44,9 @@ _MYSQL_LOCK_NAME: Final = "CONCAT('acti_store_migration.', DATABASE())"
 _MYSQL_LOCK_WAIT: Final = 2**30
 #: How many times the store's revision is read when a version table vanished meanwhile.
 _VERSION_READS: Final = 3
+#: The pause (seconds, times the attempt's number) before reading again past another
+#: session's DDL under way (``_current_state``).
+_VERSION_READ_PAUSE: Final = 0.05
 #: ``Connection.info`` key of this connection's progress marker (MariaDB): ``"running"`` once
 #: ``mark_migration`` wrote it, ``"ended"`` once ``end_migration`` deleted its row.
 _MARKER: Final = "acti_store_migration_marker"
@@ -432,7 +436,8 @@ def _current_state(
 
     Read without the migration lock: a version table can be dropped between Alembic's look for
     it and its read (another opener moving our revision out of ``alembic_version``). That
-    opener has committed once the read fails, so the read is made again."""
+    opener has committed once the read fails, so the read is made again. On MariaDB the look
+    itself can meet that drop under way (``is_concurrent_ddl``): read again after a pause."""
     for attempt in range(_VERSION_READS):
         try:
             with engine.connect() as conn:
@@ -443,8 +448,11 @@ def _current_state(
                 legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
                 return legacy, bool(legacy), progress
         except DBAPIError as exc:
-            if not is_missing_table(exc) or attempt == _VERSION_READS - 1:
+            changing = is_concurrent_ddl(exc)
+            if not (changing or is_missing_table(exc)) or attempt == _VERSION_READS - 1:
                 raise unreachable(exc) from exc
+            if changing:
+                time.sleep(_VERSION_READ_PAUSE * (attempt + 1))
         except Exception as exc:  # the database cannot be reached at all
             raise unreachable(exc) from exc
     raise AssertionError("unreachable: the last attempt returns or raises")

@@ -1,6 +1,7 @@
 """A PostgreSQL database of its own for a test that needs ``public`` and the database-wide
 extensions to itself (an application's tables beside a store, where ``pg_trgm`` goes), made in
-the server of ``ACTI_STORE_TEST_POSTGRES_URL`` and dropped afterwards."""
+the server of ``ACTI_STORE_TEST_POSTGRES_URL`` and dropped afterwards; what a schema (on MariaDB:
+a database) holds."""
 
 from __future__ import annotations
 
@@ -33,17 +34,32 @@ def fresh_postgres_database() -> Iterator[str]:
 
 
 def relations(url: str, schema: str) -> dict[str, str]:
-    """Every table, index, sequence and view in ``schema``, by name, with its kind."""
+    """Every table, index, sequence and view in ``schema``, by name, with its kind (PostgreSQL's
+    ``relkind``). On MariaDB ``schema`` is a database: its tables and views (``r``, ``v``), its
+    indexes (``i``, named ``table.index``: MariaDB names them per table) and triggers (``t``)."""
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text(
-                    "SELECT c.relname, c.relkind FROM pg_class c "
-                    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :schema"
-                ),
-                {"schema": schema},
-            ).all()
+            if engine.dialect.name in ("mysql", "mariadb"):
+                rows = conn.execute(
+                    sa.text(
+                        "SELECT table_name, IF(table_type = 'VIEW', 'v', 'r') "
+                        "FROM information_schema.tables WHERE table_schema = :schema "
+                        "UNION ALL SELECT DISTINCT CONCAT(table_name, '.', index_name), 'i' "
+                        "FROM information_schema.statistics WHERE table_schema = :schema "
+                        "UNION ALL SELECT trigger_name, 't' "
+                        "FROM information_schema.triggers WHERE trigger_schema = :schema"
+                    ),
+                    {"schema": schema},
+                ).all()
+            else:
+                rows = conn.execute(
+                    sa.text(
+                        "SELECT c.relname, c.relkind FROM pg_class c "
+                        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :schema"
+                    ),
+                    {"schema": schema},
+                ).all()
     finally:
         engine.dispose()
     return {str(name): str(kind) for name, kind in rows}

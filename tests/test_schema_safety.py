@@ -96,11 +96,12 @@ def dump(url: str) -> dict[str, Any]:
         with engine.connect() as conn:
             inspector = sa.inspect(conn)
             tables = sorted(inspector.get_table_names())
+            quote = conn.dialect.identifier_preparer.quote_identifier
             content: dict[str, Any] = {
                 table: sorted(
                     (
                         tuple(map(repr, row))
-                        for row in conn.execute(sa.text(f'SELECT * FROM "{table}"'))
+                        for row in conn.execute(sa.text(f"SELECT * FROM {quote(table)}"))
                     ),
                 )
                 for table in tables
@@ -145,18 +146,27 @@ def test_store_from_a_newer_version_is_refused_and_left_untouched(
 @contextmanager
 def fresh_stores(store_url: str, tmp_path: Path) -> Iterator[Callable[[int], str]]:
     """``fresh(i)``: the URL of an empty store for round ``i`` (a new SQLite file, or the
-    PostgreSQL schema of ``store_url`` emptied)."""
-    if sa.make_url(store_url).get_backend_name() == "sqlite":
+    PostgreSQL schema, the MariaDB database, of ``store_url`` emptied)."""
+    backend = sa.make_url(store_url).get_backend_name()
+    if backend == "sqlite":
         yield lambda i: f"sqlite:///{tmp_path / f'round_{i}.db'}"
         return
     engine = sa.create_engine(store_url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        schema = conn.execute(sa.text("SELECT current_schema()")).scalar_one()
+    if backend == "mysql":
+        database = sa.make_url(store_url).database
+        emptied = [
+            f"DROP DATABASE `{database}`",
+            f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4",
+        ]
+    else:
+        with engine.connect() as conn:
+            schema = conn.execute(sa.text("SELECT current_schema()")).scalar_one()
+        emptied = [f'DROP SCHEMA "{schema}" CASCADE', f'CREATE SCHEMA "{schema}"']
 
     def fresh(_: int) -> str:
         with engine.connect() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-            conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+            for statement in emptied:
+                conn.execute(sa.text(statement))
         return store_url
 
     try:
@@ -323,8 +333,11 @@ def test_processes_opening_a_store_with_the_old_version_table_at_once_all_succee
 
 # -- a store not migrated, and a database that is not a store ---------------------------------
 
-#: What a store without its tables says, on either engine, to every call that reads or writes.
+#: What a store without its tables says, on every engine, to every call that reads or writes.
 TABLES_MISSING = "the store's tables are missing (run `acti-store migrate`): "
+#: The table the engine's error names after it: the first missing one the call reads, ``agents``
+#: (or, for a search on MariaDB, its trigram table ``agent_trigrams``, which it reads first).
+MISSING_TABLES = ("agents", "agent_trigrams")
 
 
 def test_a_store_opened_without_migrating_says_its_tables_are_missing(store_url: str) -> None:
@@ -340,7 +353,8 @@ def test_a_store_opened_without_migrating_says_its_tables_are_missing(store_url:
             with pytest.raises(StoreUnavailableError) as missing:
                 call()
             assert str(missing.value).startswith(TABLES_MISSING), str(missing.value)
-            assert "agents" in str(missing.value)
+            detail = str(missing.value).removeprefix(TABLES_MISSING)
+            assert any(table in detail for table in MISSING_TABLES), detail
             assert missing.value.transient is False
     finally:
         repo.close()
@@ -348,7 +362,8 @@ def test_a_store_opened_without_migrating_says_its_tables_are_missing(store_url:
 
 class HostDatabase:
     """Another application's database: its own ``agents`` and ``users`` tables, with rows, where
-    acti_store would put its tables (a SQLite file; PostgreSQL's default schema, ``public``)."""
+    acti_store would put its tables (a SQLite file; PostgreSQL's default schema, ``public``; the
+    MariaDB database of the URL)."""
 
     def __init__(self, url: str, folder: Path | None) -> None:
         self.url, self.folder = url, folder
@@ -369,9 +384,15 @@ class HostDatabase:
     def sqlite(self) -> bool:
         return self.folder is not None
 
+    @property
+    def mariadb(self) -> bool:
+        return sa.make_url(self.url).get_backend_name() == "mysql"
+
     def state(self) -> list[Any]:
         """Everything acti_store could change: SQLite's file, byte for byte (its journal mode is
-        in its header), and the files beside it; PostgreSQL's schemas, relations and rows."""
+        in its header), and the files beside it; PostgreSQL's schemas, relations and rows;
+        MariaDB's databases (but the tests' own, which other tests make and drop meanwhile),
+        the tables, indexes and triggers of the host's database, and its rows."""
         if self.folder is not None:
             files = sorted(p.name for p in self.folder.iterdir())
             content = (self.folder / "host.db").read_bytes()
@@ -379,12 +400,23 @@ class HostDatabase:
         engine = sa.create_engine(self.url)
         try:
             with engine.connect() as conn:
-                schemas = conn.execute(sa.text("SELECT nspname FROM pg_namespace ORDER BY 1"))
+                if self.mariadb:
+                    schemas = conn.execute(
+                        sa.text(
+                            "SELECT schema_name FROM information_schema.schemata "
+                            "WHERE schema_name NOT LIKE 'acti\\_%' OR schema_name = DATABASE() "
+                            "ORDER BY 1"
+                        )
+                    )
+                    where = str(sa.make_url(self.url).database)
+                else:
+                    schemas = conn.execute(sa.text("SELECT nspname FROM pg_namespace ORDER BY 1"))
+                    where = "public"
                 rows = [
                     conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY id")).all()
                     for table in ("agents", "users")
                 ]
-                return [schemas.scalars().all(), rows, relations(self.url, "public")]
+                return [schemas.scalars().all(), rows, relations(self.url, where)]
         finally:
             engine.dispose()
 
@@ -441,20 +473,32 @@ def test_an_applications_agents_table_is_refused_before_anything_changes(
     assert host.state() == before
 
     # What the message says to do works, and still leaves the application's tables alone.
+    if host.mariadb:  # schema= names a database there, which must exist: one of the test's own
+        with fresh_store("mysql", tmp_path) as own_url:
+            own_database = str(sa.make_url(own_url).database)
+            use_own_schema(host.url, own_database)
+            assert relations(own_url, own_database).keys() >= {"agents", VERSION_TABLE}
+        assert host.state() == before
+        return
     if host.sqlite:
-        own = open_repository(f"sqlite:///{tmp_path / 'acti_store.db'}")
+        use_own_schema(f"sqlite:///{tmp_path / 'acti_store.db'}", None)
     else:
-        own = open_repository(host.url, schema="acti")
-    try:
-        own.create(make_config())
-        assert own.list_names() == ["lead_qualifier"]
-    finally:
-        own.close()
+        use_own_schema(host.url, "acti")
     if host.sqlite:
         assert host.state() == before
     else:
         schemas, rows, public = host.state()
         assert [rows, public] == before[1:] and "acti" in schemas
+
+
+def use_own_schema(url: str, schema: str | None) -> None:
+    """Open the store at ``url`` in ``schema`` (None: the URL's own), and use it."""
+    own = open_repository(url, schema=schema)
+    try:
+        own.create(make_config())
+        assert own.list_names() == ["lead_qualifier"]
+    finally:
+        own.close()
 
 
 def test_a_sqlite_file_of_another_application_switches_to_wal_only_once_it_holds_the_store(

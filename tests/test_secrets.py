@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import logging
 import traceback
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from conftest import make_config
+from conftest import MYSQL_URL, make_config
 from langchain_core.messages import AIMessage
 from sqlalchemy.engine import make_url
 
@@ -39,6 +42,38 @@ def with_password(url: str) -> str:
     """``url`` carrying ``PASSWORD`` both ways libpq takes one: user password and ``?password=``."""
     parsed = make_url(url).set(password=PASSWORD).update_query_dict({"password": PASSWORD})
     return parsed.render_as_string(hide_password=False)
+
+
+@contextmanager
+def mariadb_user_with_password(url: str) -> Iterator[str]:
+    """``url`` as a MariaDB user of its own whose password is ``PASSWORD`` (given both ways, as
+    ``with_password`` does), with every privilege on the store's database; dropped afterwards.
+    The server's root of the test URL has no password, so a user is made that needs one."""
+    assert MYSQL_URL is not None
+    user, database = f"acti_pw_{uuid.uuid4().hex[:12]}", make_url(url).database
+    admin = sa.create_engine(MYSQL_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{PASSWORD}'"))
+        conn.execute(sa.text(f"GRANT ALL ON `{database}`.* TO '{user}'@'%'"))
+    try:
+        yield with_password(make_url(url).set(username=user).render_as_string(hide_password=False))
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP USER IF EXISTS '{user}'@'%'"))
+        admin.dispose()
+
+
+@pytest.fixture
+def url_with_password(store_url: str) -> Iterator[str]:
+    """The store's URL carrying ``PASSWORD`` (SQLite has none to carry)."""
+    backend = make_url(store_url).get_backend_name()
+    if backend == "sqlite":
+        yield store_url
+    elif backend == "mysql":
+        with mariadb_user_with_password(store_url) as url:
+            yield url
+    else:  # The test PostgreSQL trusts local connections, so it ignores the password it is given.
+        yield with_password(store_url)
 
 
 @pytest.fixture(autouse=True)
@@ -141,13 +176,12 @@ def run_every_tool(repo: Any) -> list[Any]:
 
 
 def test_a_working_store_keeps_passwords_and_keys_out_of_every_output(
-    store_url: str,
+    url_with_password: str,
     tmp_path: Path,
     logs: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # The test PostgreSQL trusts local connections, so it ignores the password it is given.
-    url = store_url if store_url.startswith("sqlite") else with_password(store_url)
+    url = url_with_password
     export, mirror = tmp_path / "export", tmp_path / "mirror"
     repo = open_repository(url, export_dir=mirror)
     try:
@@ -157,8 +191,9 @@ def test_a_working_store_keeps_passwords_and_keys_out_of_every_output(
         for command in (["list"], ["show", "secret_keeper"], ["history", "secret_keeper"]):
             assert cli_main([*command, "--url", url]) == 0
         with repo.engine.connect() as conn:
+            quote = conn.dialect.identifier_preparer.quote_identifier
             for table in ("agents", "agent_tags", "executions", "acti_store_alembic_version"):
-                outputs += conn.execute(sa.text(f'SELECT * FROM "{table}"')).all()
+                outputs += conn.execute(sa.text(f"SELECT * FROM {quote(table)}")).all()
     finally:
         repo.close()
     files = [p.read_text(encoding="utf-8") for p in tmp_path.rglob("*.json")]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg.errors
+import pymysql.err
 import pytest
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
 from sqlalchemy import create_engine, text
@@ -29,7 +30,7 @@ from acti_store import (
     StoreUnavailableError,
     open_repository,
 )
-from acti_store.dberrors import is_transient, translated
+from acti_store.dberrors import is_concurrent_ddl, is_missing_table, is_transient, translated
 from acti_store.tools import make_builder_tools
 from acti_store.tools.texts import STORE_ERROR, STORE_ERROR_LASTING
 
@@ -275,6 +276,19 @@ def test_transient_postgresql_sqlstates(sqlstate: str, transient: bool) -> None:
         assert str(found).startswith("the store is read-only: server message; ")
     else:
         assert str(found).endswith(": server message")
+
+
+def test_transient_a_table_changed_by_concurrent_ddl_on_mariadb_is_read_again() -> None:
+    """MariaDB's 1684: a look at a table (SQLAlchemy's ``has_table``) met another session's DDL
+    dropping it, as an opener moving our revision out of ``alembic_version`` does. Opening the
+    store reads its revision again (``revisions._current_state``); it is a passing condition."""
+    error = pymysql.err.OperationalError(
+        1684,
+        "Table 'acti'.'alembic_version' was skipped since its definition is being modified by "
+        "concurrent DDL statement",
+    )
+    assert is_concurrent_ddl(error) and is_transient(error) and not is_missing_table(error)
+    assert not is_concurrent_ddl(pymysql.err.ProgrammingError(1146, "doesn't exist"))
 
 
 def test_transient_a_failed_postgresql_connection_is_transient() -> None:
