@@ -165,15 +165,23 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_index("ix_executions_agent_name_id", table_name="executions")
-    op.drop_index("ix_executions_agent_id_id", table_name="executions")
+    mariadb = op.get_context().dialect.name in ("mysql", "mariadb")
+    # MariaDB refuses to drop an index a foreign key needs (error 1553); dropping the table
+    # drops its indexes with it there.
+    if not mariadb:
+        op.drop_index("ix_executions_agent_name_id", table_name="executions")
+        op.drop_index("ix_executions_agent_id_id", table_name="executions")
     op.drop_table("executions")
-    op.drop_index(op.f("ix_agent_tags_agent_id"), table_name="agent_tags")
+    if not mariadb:
+        op.drop_index(op.f("ix_agent_tags_agent_id"), table_name="agent_tags")
     op.drop_table("agent_tags")
 
     with op.batch_alter_table("agents") as batch:
         batch.add_column(sa.Column("version_text", sa.String(length=20), nullable=True))
-    op.execute("UPDATE agents SET version_text = CAST(version AS VARCHAR(12)) || '.0.0'")
+    if mariadb:  # || is OR there: '1.0.0' would be '1'
+        op.execute("UPDATE agents SET version_text = CONCAT(version, '.0.0')")
+    else:
+        op.execute("UPDATE agents SET version_text = CAST(version AS VARCHAR(12)) || '.0.0'")
     with op.batch_alter_table("agents") as batch:
         batch.drop_index(batch.f("ix_agents_execution_count"))
         batch.drop_index(batch.f("ix_agents_updated_at"))

@@ -152,7 +152,7 @@ def downgrade() -> None:
     op.drop_table("agent_version_stats")
     # MariaDB refuses to drop an index a foreign key needs (error 1553); dropping the table
     # drops its indexes with it there.
-    if op.get_context().dialect.name != "mysql":
+    if op.get_context().dialect.name not in ("mysql", "mariadb"):
         op.drop_index("ix_agent_label_moves_agent_name_id", table_name="agent_label_moves")
         op.drop_index("ix_agent_label_moves_agent_id_id", table_name="agent_label_moves")
     op.drop_table("agent_label_moves")
