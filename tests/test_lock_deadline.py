@@ -1,7 +1,7 @@
 """One deadline for a locked store: a write blocked by another process holding the lock fails
 within ``lock_timeout`` (its lock waits and retries together), saying the store was locked, and
 succeeds when the lock comes free in time. SQLite: the other process holds ``BEGIN IMMEDIATE``;
-PostgreSQL: it holds the agent's row lock (``SELECT ... FOR UPDATE``)."""
+PostgreSQL and MariaDB: it holds the agent's row lock (``SELECT ... FOR UPDATE``)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,15 @@ HOLDER = textwrap.dedent(
         import psycopg
         connection = psycopg.connect(url)
         connection.execute("SELECT 1 FROM agents WHERE name = %s FOR UPDATE", (name,))
+    elif url.startswith("mysql"):
+        import pymysql
+        from sqlalchemy.engine import make_url
+        u = make_url(url)
+        connection = pymysql.connect(
+            host=u.host, port=u.port or 3306, user=u.username, password=u.password or "",
+            database=u.database,
+        )
+        connection.cursor().execute("SELECT 1 FROM agents WHERE name = %s FOR UPDATE", (name,))
     else:
         import sqlite3
         connection = sqlite3.connect(url, isolation_level=None)
@@ -49,10 +58,13 @@ HOLDER = textwrap.dedent(
 
 
 def _driver_url(store_url: str) -> str:
-    """The store as the holder's driver names it: a SQLite path, or a libpq URI."""
+    """The store as the holder's driver names it: a SQLite path, a libpq URI, or the MariaDB
+    URL (the holder reads it with ``make_url``)."""
     url = make_url(store_url)
     if url.get_backend_name() == "sqlite":
         return str(url.database)
+    if url.get_backend_name() in ("mysql", "mariadb"):
+        return url.set(drivername="mysql").render_as_string(hide_password=False)
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
