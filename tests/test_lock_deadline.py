@@ -121,6 +121,25 @@ def test_lock_held_past_the_deadline_fails_within_it(
     assert locked_repo.get(NAME).metadata.execution_count == 1
 
 
+def test_a_sub_second_lock_timeout_is_kept(store_url: str) -> None:
+    """MariaDB counts lock waits in whole seconds: a write waits only the whole seconds left
+    and tries again for the rest, so a call fails within a lock timeout under a second too."""
+    timeout = 0.4
+    repo = open_repository(store_url, lock_timeout=timeout)
+    try:
+        repo.create(make_config(NAME))
+        with lock_held(store_url, seconds=timeout * 8):
+            start = time.monotonic()
+            with pytest.raises(StoreUnavailableError, match="locked by another writer"):
+                _run(repo)
+            elapsed = time.monotonic() - start
+        assert elapsed <= timeout + 0.1 * timeout, elapsed
+        _run(repo)
+        assert repo.get(NAME).metadata.execution_count == 1
+    finally:
+        repo.close()
+
+
 def test_lock_released_within_the_deadline_lets_the_write_through(
     locked_repo: SqlAgentRepository, store_url: str
 ) -> None:
