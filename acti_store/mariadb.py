@@ -1,8 +1,9 @@
 """MariaDB and MySQL (``mysql+pymysql://`` or ``mariadb+pymysql://``): the connection policy.
 
-Every session of a store runs ``session_sql`` first: lock waits end after the lock timeout
-(InnoDB counts them in whole seconds), timestamps are UTC, the SQL mode is strict (a value that
-does not fit is refused, never cut), and a read-only store's transactions are read-only. The
+Every session of a store runs ``session_sql`` first: lock waits end within the lock timeout
+(InnoDB counts them in whole seconds: a write waits the whole seconds left and tries again for
+the rest, ``first_lock_wait``), timestamps are UTC, the SQL mode is strict (a value that does
+not fit is refused, never cut), and a read-only store's transactions are read-only. The
 session keeps InnoDB's REPEATABLE READ, which a snapshot read (the export's) needs; a write
 runs at READ COMMITTED, as on PostgreSQL (``repository.engines.mysql``).
 
@@ -34,8 +35,16 @@ POOL_RECYCLE: Final = 3600
 
 
 def lock_wait_seconds(seconds: float) -> int:
-    """A lock wait as InnoDB takes it: whole seconds, at least 1 (rounded up: never shorter)."""
-    return min(_LOCK_WAIT_MAX, max(1, math.ceil(seconds)))
+    """A write's lock wait as InnoDB takes it: whole seconds, rounded down (never past the
+    deadline). Under a second it is 0: InnoDB does not wait, and the deadline's retries
+    (``repository.deadline``) try again, paused, until the time left is spent."""
+    return min(_LOCK_WAIT_MAX, max(0, math.floor(seconds)))
+
+
+def session_lock_wait_seconds(lock_timeout: float) -> int:
+    """A session's own lock wait: ``lock_wait_seconds``, but at least 1 (a migration's DDL
+    and InnoDB's own statistics must not fail at once on a lock held for a moment)."""
+    return max(1, lock_wait_seconds(lock_timeout))
 
 
 def lock_wait_sql(seconds: float) -> str:
@@ -43,10 +52,16 @@ def lock_wait_sql(seconds: float) -> str:
     return f"SET SESSION innodb_lock_wait_timeout = {lock_wait_seconds(seconds)}"
 
 
+def first_lock_wait(lock_timeout: float) -> float | None:
+    """A write's first lock wait, when the session's (``session_lock_wait_seconds``) would
+    outlast ``lock_timeout`` (under a second): None, the session's, otherwise."""
+    return lock_timeout if lock_timeout < 1 else None
+
+
 def session_sql(lock_timeout: float, *, read_only: bool = False) -> list[str]:
     """What every session of a store runs first."""
     statements = [
-        lock_wait_sql(lock_timeout),
+        f"SET SESSION innodb_lock_wait_timeout = {session_lock_wait_seconds(lock_timeout)}",
         "SET SESSION time_zone = '+00:00'",
         f"SET SESSION sql_mode = '{SQL_MODE}'",
     ]

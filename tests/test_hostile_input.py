@@ -181,7 +181,8 @@ def dump(repo: SqlAgentRepository) -> dict[str, list[tuple[Any, ...]]]:
     with repo.engine.connect() as conn:
         return {
             table: sorted(
-                tuple(map(repr, row)) for row in conn.execute(sa.text(f'SELECT * FROM "{table}"'))
+                tuple(map(repr, row))
+                for row in conn.execute(sa.select(sa.text("*")).select_from(sa.table(table)))
             )
             for table in ("agents", "agent_tags", "executions")
         }

@@ -1,7 +1,7 @@
 """One deadline for a locked store: a write blocked by another process holding the lock fails
 within ``lock_timeout`` (its lock waits and retries together), saying the store was locked, and
 succeeds when the lock comes free in time. SQLite: the other process holds ``BEGIN IMMEDIATE``;
-PostgreSQL: it holds the agent's row lock (``SELECT ... FOR UPDATE``)."""
+PostgreSQL and MariaDB: it holds the agent's row lock (``SELECT ... FOR UPDATE``)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,15 @@ HOLDER = textwrap.dedent(
         import psycopg
         connection = psycopg.connect(url)
         connection.execute("SELECT 1 FROM agents WHERE name = %s FOR UPDATE", (name,))
+    elif url.startswith("mysql"):
+        import pymysql
+        from sqlalchemy.engine import make_url
+        u = make_url(url)
+        connection = pymysql.connect(
+            host=u.host, port=u.port or 3306, user=u.username, password=u.password or "",
+            database=u.database,
+        )
+        connection.cursor().execute("SELECT 1 FROM agents WHERE name = %s FOR UPDATE", (name,))
     else:
         import sqlite3
         connection = sqlite3.connect(url, isolation_level=None)
@@ -49,10 +58,13 @@ HOLDER = textwrap.dedent(
 
 
 def _driver_url(store_url: str) -> str:
-    """The store as the holder's driver names it: a SQLite path, or a libpq URI."""
+    """The store as the holder's driver names it: a SQLite path, a libpq URI, or the MariaDB
+    URL (the holder reads it with ``make_url``)."""
     url = make_url(store_url)
     if url.get_backend_name() == "sqlite":
         return str(url.database)
+    if url.get_backend_name() in ("mysql", "mariadb"):
+        return url.set(drivername="mysql").render_as_string(hide_password=False)
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
@@ -107,6 +119,25 @@ def test_lock_held_past_the_deadline_fails_within_it(
     assert locked_repo.get(NAME).metadata.execution_count == 0
     _run(locked_repo)  # the lock is gone: the store works again
     assert locked_repo.get(NAME).metadata.execution_count == 1
+
+
+def test_a_sub_second_lock_timeout_is_kept(store_url: str) -> None:
+    """MariaDB counts lock waits in whole seconds: a write waits only the whole seconds left
+    and tries again for the rest, so a call fails within a lock timeout under a second too."""
+    timeout = 0.4
+    repo = open_repository(store_url, lock_timeout=timeout)
+    try:
+        repo.create(make_config(NAME))
+        with lock_held(store_url, seconds=timeout * 8):
+            start = time.monotonic()
+            with pytest.raises(StoreUnavailableError, match="locked by another writer"):
+                _run(repo)
+            elapsed = time.monotonic() - start
+        assert elapsed <= timeout + SLACK, elapsed
+        _run(repo)
+        assert repo.get(NAME).metadata.execution_count == 1
+    finally:
+        repo.close()
 
 
 def test_lock_released_within_the_deadline_lets_the_write_through(
@@ -165,7 +196,10 @@ def test_a_run_whose_pinned_version_keeps_appearing_gives_up_at_the_deadline(
     recorded; when nothing keeps it (the version was made meanwhile) it tries again, but only
     until ``lock_timeout``. Here every attempt records nothing: the call ends at the deadline."""
     if not store_url.startswith("postgresql"):
-        pytest.skip("SQLite records a run under its write lock: it never needs another attempt")
+        pytest.skip(
+            "SQLite and MariaDB record a run under a write lock (the store's, the agent's row "
+            "lock): it never needs another attempt"
+        )
     repo = open_repository(store_url, lock_timeout=LOCK_TIMEOUT / 2)
     try:
         repo.create(make_config(NAME))

@@ -156,6 +156,8 @@ class StoreCore:
             raise ReadOnlyStoreError.opened_read_only(self.location)
 
         def attempt(wait: float | None) -> T:
+            if wait is None:
+                wait = self.kind.first_lock_wait(self.lock_timeout)
             begin = self.kind.begin_write
             result = self.run(work, begin=begin, lock_wait=wait, pipelined=pipelined)
             if then is not None:

@@ -55,14 +55,21 @@ _AUDIT_POSTGRESQL = (
     "FOR EACH ROW EXECUTE FUNCTION audit_trim()",
 )
 
+_AUDIT_MARIADB = (
+    "CREATE TRIGGER audit_trim AFTER DELETE ON executions FOR EACH ROW "
+    "INSERT INTO trimmed_executions VALUES (OLD.id, OLD.agent_id, OLD.agent_name, OLD.task)"
+)
+_AUDITS: dict[str, tuple[str, ...]] = {
+    "sqlite": (_AUDIT_SQLITE,),
+    "postgresql": _AUDIT_POSTGRESQL,
+    "mysql": (_AUDIT_MARIADB,),
+    "mariadb": (_AUDIT_MARIADB,),
+}
+
 
 def install_trim_audit(engine: Engine) -> None:
     """Keep a copy of every execution row the store deletes (test instrumentation only)."""
-    statements = (
-        (_AUDIT_TABLE, _AUDIT_SQLITE)
-        if engine.dialect.name == "sqlite"
-        else (_AUDIT_TABLE, *_AUDIT_POSTGRESQL)
-    )
+    statements = (_AUDIT_TABLE, *_AUDITS[engine.dialect.name])
     with engine.begin() as conn:
         for statement in statements:
             conn.exec_driver_sql(statement)

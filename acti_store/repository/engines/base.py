@@ -100,6 +100,11 @@ class EngineStrategy:
         """The statement after which a lock wait gives up after ``seconds``."""
         raise NotImplementedError
 
+    def first_lock_wait(self, lock_timeout: float) -> float | None:
+        """A write's first lock wait (``lock_wait_sql``), or None: the session's own, which
+        already ends within ``lock_timeout``."""
+        return None
+
     def driver_connection(self, connection: Any) -> Any:
         """The DBAPI connection of a fast-path ``connection`` (``connections.Connections``), whose
         autocommit and pipeline mode a transaction sets."""

@@ -3,7 +3,8 @@
 What it does its own way: the session keeps InnoDB's REPEATABLE READ, so a snapshot read (the
 export's) is ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, and a write runs at READ COMMITTED
 (``SET TRANSACTION`` before it), as on PostgreSQL; the lock wait is the session's
-(``innodb_lock_wait_timeout``, whole seconds), set for a write and put back after. Many rows go
+(``innodb_lock_wait_timeout``, whole seconds rounded down, so a wait never outlasts the
+deadline: the rest is retried for), set for a write and put back after. Many rows go
 in as one multi-row ``VALUES``. An UPDATE returns no rows here, so a run's counters are moved
 and the agent's id and version read after, under the row lock the UPDATE took; the version's
 counters by ``INSERT ... ON DUPLICATE KEY UPDATE``. A subquery with ``LIMIT`` is not allowed
@@ -190,6 +191,9 @@ class MysqlEngine(EngineStrategy):
 
     def lock_wait_sql(self, seconds: float) -> str:
         return mariadb.lock_wait_sql(seconds)
+
+    def first_lock_wait(self, lock_timeout: float) -> float | None:
+        return mariadb.first_lock_wait(lock_timeout)
 
     def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
         return Cursor(raw_cursor, dialect, many_rows=True)
