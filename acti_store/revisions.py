@@ -44,8 +44,7 @@ _MYSQL_LOCK_NAME: Final = "CONCAT('acti_store_migration.', DATABASE())"
 _MYSQL_LOCK_WAIT: Final = 2**30
 #: How many times the store's revision is read when a version table vanished meanwhile.
 _VERSION_READS: Final = 3
-#: The pause (seconds, times the attempt's number) before reading again past another
-#: session's DDL under way (``_current_state``).
+#: The pause (seconds, times the attempt) before reading past another's DDL (``_current_state``).
 _VERSION_READ_PAUSE: Final = 0.05
 #: ``Connection.info`` key of this connection's progress marker (MariaDB): ``"running"`` once
 #: ``mark_migration`` wrote it, ``"ended"`` once ``end_migration`` deleted its row.
@@ -213,16 +212,9 @@ def _progress(conn: Connection) -> MigrationProgress | None:
     without one (and on the other engines)."""
     if conn.dialect.name not in MYSQL_DIALECTS or not _has_progress_table(conn):
         return None
-    row = (
-        conn.execute(
-            text(
-                f"SELECT started_at, from_revision, to_revision FROM {MIGRATION_PROGRESS_TABLE} "
-                "LIMIT 1"
-            )
-        )
-        .mappings()
-        .first()
-    )
+    columns = "started_at, from_revision, to_revision"
+    query = text(f"SELECT {columns} FROM {MIGRATION_PROGRESS_TABLE} LIMIT 1")
+    row = conn.execute(query).mappings().first()
     return None if row is None else MigrationProgress(**row)
 
 

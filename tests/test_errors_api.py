@@ -49,7 +49,7 @@ SUPPORTED = "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE"
         ("not a url", "the store URL 'not a url' is not a database URL acti_store can use"),
         ("foo://bar", "the store URL 'foo://bar' is not a database URL acti_store can use"),
         ("mssql://x@h/db", "acti_store does not support mssql databases"),
-        ("mysql://x@h/db", "does not support the mysqldb driver for mysql: use mysql+pymysql://"),
+        ("mysql+mysqlconnector://x@h/db", "does not support the mysqlconnector driver for mysql"),
         ("oracle://x@h/db", "acti_store does not support oracle databases"),
         ("postgresql+psycopg2://x@h/db", "does not support the psycopg2 driver for postgresql"),
         ("sqlite+pysqlcipher:///x.db", "does not support the pysqlcipher driver for sqlite"),
