@@ -33,23 +33,6 @@ from .optional import AsyncRules, ProcessRules
 from .search import PagingRules, SearchRules
 from .versions import LabelRules, VersionRules
 
-#: The groups of the kit, by the rule they check: required ones first, then optional ones.
-GROUPS: tuple[type[ConformanceBase], ...] = (
-    CreateRules,
-    UpdateRules,
-    CloneRules,
-    DeleteRules,
-    ErrorTypes,
-    HistoryRules,
-    SearchRules,
-    PagingRules,
-    VersionRules,
-    LabelRules,
-    InterchangeRules,
-    AsyncRules,
-    ProcessRules,
-)
-
 
 class RepositoryConformance(
     CreateRules,
@@ -67,6 +50,10 @@ class RepositoryConformance(
     ProcessRules,
 ):
     """Every rule of the repository contract, as pytest tests. Define ``make_repository``."""
+
+
+#: The groups of the kit, by the rule they check: required ones first, then optional ones.
+GROUPS: tuple[type[ConformanceBase], ...] = RepositoryConformance.__bases__
 
 
 __all__ = ["GROUPS", "RepositoryConformance", "make_config", "refused", "run"]
