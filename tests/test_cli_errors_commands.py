@@ -108,7 +108,7 @@ def test_every_command_answers_a_bad_url_with_one_error_line(tmp_path: Path) -> 
     assert sorted(commands) == sorted(_commands())  # a new command gets a case here
     runs = [[command, *args, "--url", BAD_URL] for command, args in commands.items()]
     runs += [
-        ["list", "--url", "mysql://acti@db.example/agents"],
+        ["list", "--url", "mysql+mysqlconnector://acti@db.example/agents"],
         ["list", "--url", "postgresql+psycopg2://acti@db.example/agents"],
         ["show", "lead_qualifier", "--url", "sqlite:///" + str(folder / "file.txt" / "x.db")],
     ]
