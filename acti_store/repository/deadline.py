@@ -76,9 +76,10 @@ def within_deadline(
 
 def pauses(deadline: float) -> Iterator[float]:
     """The pauses between the attempts of one call: ``RETRY_PAUSE`` doubling up to
-    ``RETRY_PAUSE_MAX``, each asked for when it is due, while one still ends before ``deadline``
-    (a ``time.monotonic()`` reading)."""
+    ``RETRY_PAUSE_MAX``, each asked for when it is due, until ``deadline`` (a
+    ``time.monotonic()`` reading); the last one is cut to end at it, so the last attempt is
+    made at the deadline (a lock wait in whole seconds, MariaDB's, cannot wait out the rest)."""
     pause = RETRY_PAUSE
-    while time.monotonic() + pause < deadline:
-        yield pause
+    while (left := deadline - time.monotonic()) > 0:
+        yield min(pause, left)
         pause = min(pause * 2, RETRY_PAUSE_MAX)
