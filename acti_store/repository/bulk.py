@@ -53,7 +53,9 @@ def put_all(
     while chunk := list(islice(pending, BULK_AGENT_BATCH)):
         for item in chunk:  # a stream's items are checked as they come (all or nothing still)
             instance(item, ImportItem, "items")
-        ids = taken(cursor, [item.name for item in chunk])
+        names = [item.name for item in chunk]
+        # A name that comes twice is asked for when its turn comes (the first may create it).
+        ids = taken(cursor, names) if len(set(names)) == len(names) else None
         for item in chunk:
             result.outcomes[item.name] = _put(cursor, item, on_conflict, staging, ids)
     staging.flush()

@@ -10,6 +10,7 @@ read after.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from sqlalchemy import Integer, bindparam, case, delete, or_, select, update
@@ -87,6 +88,19 @@ def record_run(
     bumped = cursor.first(RECORD_RUN, counter_values(record) | {"name": name})
     if bumped is None:
         raise AgentNotFoundError(name)
+    record_counted_run(cursor, name, record, bumped, pinned, count_run)
+
+
+def record_counted_run(
+    cursor: Cursor,
+    name: str,
+    record: ExecutionRecord,
+    bumped: Sequence[Any],
+    pinned: int | None,
+    count_run: Prepared,
+) -> None:
+    """The rest of ``record_run`` once the agent's counters moved (``bumped``: its id and
+    version as they are now): the record, the version's counters, the FIFO trim."""
     agent_id, current = bumped
     ran = version_that_ran(name, current, pinned)
     cursor.send(INSERT_EXECUTION, record_values(agent_id, name, record, ran))

@@ -157,8 +157,8 @@ class EngineStrategy:
         return cursor.all(EXPORT_RECORDS, page)
 
     def taken_names(self, cursor: Cursor, names: list[str]) -> dict[str, Sequence[Any]] | None:
-        """The id rows of ``names`` already taken, asked at once; None: the import asks per
-        item (as cheaply, on an engine without round trips)."""
+        """The id rows of ``names`` (distinct) already taken, asked at once; None: the import
+        asks per item (as cheaply, on an engine without round trips)."""
         return None
 
     def after_bulk_put(self, engine: Engine, written: int) -> None:

@@ -39,10 +39,9 @@ from ...errors import AgentNotFoundError
 from ...models import ExecutionRecord
 from ...schema import agents, executions, version_stats
 from ...sqlexec import Cursor, Prepared
-from ..recording import RUN_COUNTERS, TRIM, counter_values
-from ..statements import BY_NAME, EXPORT_PAGE, INSERT_EXECUTION, record_values, records_of
+from ..recording import RUN_COUNTERS, counter_values, record_counted_run
+from ..statements import BY_NAME, EXPORT_PAGE, records_of
 from ..version_statements import RUN_TIME, STATS_KEYS
-from ..versions import version_that_ran
 from .base import EngineStrategy, Read, Write
 
 #: Move an agent's counters for one run (its row count: 0 when there is no such agent).
@@ -105,12 +104,7 @@ def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int |
     row = cursor.first(_ID_AND_VERSION, {"name": name})
     if row is None:  # cannot happen: the row is locked by this transaction's UPDATE
         raise AgentNotFoundError(name)
-    agent_id, current = row
-    ran = version_that_ran(name, current, pinned)
-    cursor.send(INSERT_EXECUTION, record_values(agent_id, name, record, ran))
-    values = counter_values(record) | {"duration": record.duration_seconds}
-    cursor.send(COUNT_RUN, values | {"agent_id": agent_id, "version": ran})
-    cursor.send(TRIM, {"agent_id": agent_id})
+    record_counted_run(cursor, name, record, row, pinned, COUNT_RUN)
 
 
 #: How many candidates a text probe collects before it treats its words as common.
@@ -204,10 +198,7 @@ class MysqlEngine(EngineStrategy):
         write(lambda cursor: record_run(cursor, name, record, version))
 
     def taken_names(self, cursor: Cursor, names: list[str]) -> dict[str, Sequence[Any]] | None:
-        """One round trip for a chunk, not one per item (None when a name comes twice: each
-        asks when its turn comes)."""
-        if len(set(names)) < len(names):
-            return None
+        """One round trip for a chunk (of distinct names), not one per item."""
         values = {f"n{i}": name for i, name in enumerate(names)}
         return {row[1]: row for row in cursor.all(_ids_by_name(len(names)), values)}
 

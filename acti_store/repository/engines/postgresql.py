@@ -353,10 +353,7 @@ class PostgresqlEngine(EngineStrategy):
         return cursor.all(EXPORT_RECORDS_OF, {"ids": ids})
 
     def taken_names(self, cursor: Cursor, names: list[str]) -> dict[str, Sequence[Any]] | None:
-        """One round trip for a chunk, not one per item (None when a name comes twice: each
-        asks when its turn comes)."""
-        if len(set(names)) < len(names):
-            return None
+        """One round trip for a chunk (of distinct names), not one per item."""
         return {row[1]: row for row in cursor.all(IDS_BY_NAME, {"names": names})}
 
     def after_bulk_put(self, engine: Engine, written: int) -> None:
