@@ -3,20 +3,30 @@
 Over stdio (the default: a desktop client starts the command) or streamable HTTP
 (``http://HOST:PORT/mcp``). Needs the ``agents`` extra (the MCP SDK); without it the command
 says what to install and exits 1.
+
+``--tokens FILE`` serves several tenants over one HTTP server: each bearer token of the file
+(``mcp_server.tokens``) reaches a server of its own grant's store, opened for that tenant
+(and read-only when the grant says so). The file is checked as the command line is parsed: a
+file that breaks a rule is a usage error (status 2) saying which.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import gc
 import os
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
+from ..bootstrap import open_repository
 from ..execution.catalog import ENV_CONFIG
 from ..mcp_server.defaults import DEFAULT_HOST, DEFAULT_PORT, ENV_TOKEN, PATH
+from ..mcp_server.tokens import MIN_TOKEN_LENGTH, Grant, TokenFileError, read_grants
+from ..repository import SqlAgentRepository
 from ..tools.builder import BuilderTools
 from ..tools.texts import INSTALL_AGENTS_EXTRA
 from .options import (
@@ -27,9 +37,19 @@ from .options import (
     package_version,
 )
 
+if TYPE_CHECKING:
+    from ..mcp_server.resources import Notifier
+    from ..mcp_server.server import McpServer
+
 TRANSPORTS: Final = ("stdio", "http")
 #: What ``serve-mcp`` prints (on stderr) when the MCP SDK is not installed.
 NEEDS_MCP: Final = f"serve-mcp needs the MCP SDK ({{problem}}): {INSTALL_AGENTS_EXTRA}"
+#: ``--tokens`` with what it cannot go with.
+TOKENS_OVER_STDIO: Final = "--tokens serves over HTTP: leave out --transport stdio"
+TOKENS_AND_TOKEN: Final = (
+    f"--tokens names every token: unset {ENV_TOKEN} (its single token would be ignored)"
+)
+TOKENS_AND_TENANT: Final = "--tokens names each token's tenant: leave out --tenant"
 
 
 def serve(args: argparse.Namespace, *, model: Any = None) -> int:
@@ -39,20 +59,18 @@ def serve(args: argparse.Namespace, *, model: Any = None) -> int:
     """
     try:
         from ..mcp_server.http import serve_http, token_from
-        from ..mcp_server.server import McpServerOptions, build_server, serve_stdio
     except ImportError as exc:
         raise CommandFailed(NEEDS_MCP.format(problem=exc)) from None
-    token = token_from(os.environ, args.host, args.token_env) if args.transport == "http" else None
+    if args.tokens is not None:
+        return _serve_tenants(args, args.tokens, model)
+    transport = args.transport or "stdio"
+    token = token_from(os.environ, args.host, args.token_env) if transport == "http" else None
     repo = open_from_args(args)
     try:
-        builder = BuilderTools(lambda: repo, model=model, mcp_catalog=args.mcp_config)
-        options = McpServerOptions(read_only=args.read_only, version=package_version())
-        server = build_server(builder, options)
-        # A long-running server's startup objects (the agent stack's imports) leave the
-        # collector's full passes, each of which stops every thread, the event loop's too.
-        gc.collect()
-        gc.freeze()
-        if args.transport == "stdio":
+        server = _server(repo, args, model, read_only=args.read_only)
+        if transport == "stdio":
+            from ..mcp_server.server import serve_stdio
+
             anyio.run(serve_stdio, server)
         else:
             anyio.run(
@@ -61,6 +79,72 @@ def serve(args: argparse.Namespace, *, model: Any = None) -> int:
     finally:
         repo.close()
     return 0
+
+
+def _serve_tenants(args: argparse.Namespace, grants: Mapping[str, Grant], model: Any) -> int:
+    """Serve every tenant of the token file over HTTP: a store and a server per grant."""
+    from ..mcp_server.http import serve_app, tokens_app
+    from ..mcp_server.resources import Notifier
+
+    if args.transport == "stdio":
+        raise CommandFailed(TOKENS_OVER_STDIO)
+    if os.environ.get(ENV_TOKEN):
+        raise CommandFailed(TOKENS_AND_TOKEN)
+    if getattr(args, "tenant", None) is not None:
+        raise CommandFailed(TOKENS_AND_TENANT)
+    granted = {
+        token: Grant(grant.tenant, grant.read_only or args.read_only)
+        for token, grant in grants.items()
+    }
+    notifiers: dict[str, Notifier] = {}  # a tenant's servers tell each other's sessions
+    servers = {}
+    with contextlib.ExitStack() as stack:
+        # The writing grants first: the first opening brings the store's schema up to date,
+        # which a read-only opening needs.
+        for grant in sorted(set(granted.values()), key=lambda g: (g.read_only, g.tenant)):
+            repo = open_repository(
+                args.url, schema=args.schema, tenant=grant.tenant, read_only=grant.read_only
+            )
+            stack.callback(repo.close)
+            notifier = notifiers.setdefault(grant.tenant, Notifier())
+            servers[grant] = _server(
+                repo, args, model, read_only=grant.read_only, notifier=notifier
+            )
+        app = tokens_app(
+            {token: servers[grant] for token, grant in granted.items()}, host=args.host
+        )
+        anyio.run(functools.partial(serve_app, app, host=args.host, port=args.port))
+    return 0
+
+
+def _server(
+    repo: SqlAgentRepository,
+    args: argparse.Namespace,
+    model: Any,
+    *,
+    read_only: bool,
+    notifier: Notifier | None = None,
+) -> McpServer:
+    """The MCP server of ``repo``, its runs on ``model`` and ``--mcp-config``'s catalog."""
+    from ..mcp_server.server import McpServerOptions, build_server
+
+    builder = BuilderTools(lambda: repo, model=model, mcp_catalog=args.mcp_config)
+    options = McpServerOptions(read_only=read_only, version=package_version())
+    server = build_server(builder, options, notifier)
+    # A long-running server's startup objects (the agent stack's imports) leave the
+    # collector's full passes, each of which stops every thread, the event loop's too.
+    gc.collect()
+    gc.freeze()
+    return server
+
+
+def _tokens(path: str) -> dict[str, Grant]:
+    """``--tokens``' value: the file's tokens and grants; a file that breaks a rule is a usage
+    error saying which (``tokens``)."""
+    try:
+        return read_grants(path)
+    except TokenFileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _port(text: str) -> int:
@@ -77,14 +161,15 @@ def register(subparsers: Any) -> None:
         help="serve the builder tools and the agents to MCP clients",
         description="Serve the builder's tools, the agents (as resources) and the build_agent "
         "prompt over the Model Context Protocol, to desktop assistants, IDE agents and other "
-        "MCP clients. With --read-only, only the tools that read are served.",
+        "MCP clients. With --read-only, only the tools that read are served. With --tokens, "
+        "one HTTP server serves several tenants, each token seeing only its own.",
     )
     parser.add_argument(
         "--transport",
         choices=TRANSPORTS,
-        default="stdio",
+        default=None,
         help="stdio: a client starts this command; http: streamable HTTP at "
-        f"http://HOST:PORT{PATH} (default: %(default)s)",
+        f"http://HOST:PORT{PATH} (default: stdio; http with --tokens)",
     )
     parser.add_argument(
         "--host",
@@ -99,13 +184,25 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="the port to listen on with --transport http, 1-65535 (default: %(default)s)",
     )
-    parser.add_argument(
+    tokens = parser.add_mutually_exclusive_group()
+    tokens.add_argument(
         "--token-env",
         default=None,
         metavar="NAME",
         help=f"the environment variable holding the bearer token HTTP clients must send "
         f"(default: {ENV_TOKEN}); with a token set, every request needs "
         "'Authorization: Bearer <token>'",
+    )
+    tokens.add_argument(
+        "--tokens",
+        type=_tokens,
+        default=None,
+        metavar="FILE",
+        help="serve several tenants over HTTP at once: FILE is a JSON object mapping each "
+        'bearer token to its grant, {"<token>": {"tenant": "acme", "read_only": false}}; a '
+        "client sees and touches only its token's tenant, reading only with read_only true "
+        f"(or --read-only). Tokens have at least {MIN_TOKEN_LENGTH} characters; FILE must be "
+        f"readable by its owner only (chmod 600). Not with {ENV_TOKEN} or --tenant",
     )
     parser.add_argument(
         "--mcp-config",

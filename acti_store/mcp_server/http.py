@@ -4,8 +4,13 @@ On a loopback address the SDK's DNS-rebinding protection only lets in requests w
 (and ``Origin``, when sent) is a loopback one. Any other address needs a token
 (``ACTI_STORE_MCP_TOKEN``, or the variable ``--token-env`` names): a request without
 ``Authorization: Bearer <token>`` gets 401 before it reaches the MCP session, so it touches
-nothing. The token is compared in constant time and never written to a log or a text. The
-OAuth discovery paths (``/.well-known/oauth-*``) answer 404 with or without it: there is no
+nothing. The token is compared in constant time and never written to a log or a text.
+
+``serve-mcp --tokens FILE`` serves several tenants at once (``tokens_app``): a server per
+grant (tenant, read-only or not), each with its own session manager, and a request goes to the
+server of its token (``BearerTokens``), so a tenant's sessions are unknown to another.
+
+The OAuth discovery paths (``/.well-known/oauth-*``) answer 404 with or without a token: there is no
 OAuth here, and a 401 there would start an OAuth-aware client's authorization flow.
 
 A body the SDK cannot parse without raising (invalid UTF-8, JSON nested deeper than Python
@@ -19,13 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import hmac
 import ipaddress
 import json
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Final
 
 import anyio
@@ -125,22 +131,47 @@ def _security(host: str) -> TransportSecuritySettings:
     )
 
 
-class BearerToken:
-    """ASGI middleware: a request without ``Authorization: Bearer <token>`` gets 401."""
+#: Where ``BearerTokens`` puts the index of the server a request's token chose, in its scope.
+ROUTE: Final = "acti_store.route"
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+def _digest(header: bytes) -> bytes:
+    """What is compared: a fixed-length digest, so that comparing tells nothing of a length."""
+    return hashlib.sha256(header).digest()
+
+
+class BearerTokens:
+    """ASGI middleware: a request without ``Authorization: Bearer <token>``, one of the tokens,
+    gets 401; one with a token goes on with the index of that token's server (``ROUTE``).
+
+    The presented header is compared with every token, each in constant time and without
+    stopping at a match, so the time taken says nothing of which token, if any, matched. Only
+    the tokens' digests are kept.
+    """
+
+    def __init__(self, app: ASGIApp, routes: Mapping[str, int]) -> None:
         self._app = app
-        self._expected = f"Bearer {token}".encode()
+        self._routes = [
+            (_digest(f"Bearer {token}".encode()), route) for token, route in routes.items()
+        ]
 
-    def _authorized(self, scope: Scope) -> bool:
-        given = dict(scope.get("headers", ())).get(b"authorization", b"")
-        return hmac.compare_digest(given, self._expected)
+    def _route(self, scope: Scope) -> int | None:
+        given = _digest(dict(scope.get("headers", ())).get(b"authorization", b""))
+        chosen = None
+        for expected, route in self._routes:
+            if hmac.compare_digest(given, expected):
+                chosen = route
+        return chosen
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(OAUTH_DISCOVERY):
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        if scope["path"].startswith(OAUTH_DISCOVERY):
             await JSONResponse({"error": "not_found"}, status_code=404)(scope, receive, send)
             return
-        if scope["type"] == "http" and not self._authorized(scope):
+        route = self._route(scope)
+        if route is None:
             response = JSONResponse(
                 {"error": "unauthorized", "error_description": texts.UNAUTHORIZED},
                 status_code=401,
@@ -148,7 +179,7 @@ class BearerToken:
             )
             await response(scope, receive, send)
             return
-        await self._app(scope, receive, send)
+        await self._app({**scope, ROUTE: route}, receive, send)
 
 
 def _unparsable(body: bytes) -> str | None:
@@ -225,45 +256,70 @@ def quiet_sdk_log() -> None:
 
 
 class _Sessions:
-    """The SDK's session manager as the ASGI endpoint of ``PATH``."""
+    """The SDK's session managers as the ASGI endpoint of ``PATH``: the one of the server the
+    request's token chose (``ROUTE``; the first without tokens). A session lives in one
+    manager: its id means nothing to another server."""
 
-    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
-        self.manager = manager
+    def __init__(self, managers: Sequence[StreamableHTTPSessionManager]) -> None:
+        self.managers = managers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.manager.handle_request(scope, receive, send)
+        await self.managers[scope.get(ROUTE, 0)].handle_request(scope, receive, send)
+
+
+def _app(servers: Sequence[McpServer], host: str) -> ASGIApp:
+    """The MCP endpoint at ``PATH`` with a session manager per server, none behind a token."""
+    managers = [
+        StreamableHTTPSessionManager(
+            app=server,
+            security_settings=_security(host),
+            event_store=RecentEvents(),
+            retry_interval=RETRY_MS,
+        )
+        for server in servers
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for manager in managers:
+                await stack.enter_async_context(manager.run())
+            yield
+
+    quiet_sdk_log()
+    starlette = Starlette(routes=[Route(PATH, endpoint=_Sessions(managers))], lifespan=lifespan)
+    return ParsableBody(starlette)
 
 
 def http_app(server: McpServer, *, host: str, token: str | None) -> ASGIApp:
     """The ASGI app: the MCP endpoint at ``PATH``, behind the token when there is one."""
-    manager = StreamableHTTPSessionManager(
-        app=server,
-        security_settings=_security(host),
-        event_store=RecentEvents(),
-        retry_interval=RETRY_MS,
-    )
-    sessions = _Sessions(manager)
+    if token is None:
+        return _app([server], host)
+    return tokens_app({token: server}, host=host)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with sessions.manager.run():
-            yield
 
-    quiet_sdk_log()
-    starlette = Starlette(routes=[Route(PATH, endpoint=sessions)], lifespan=lifespan)
-    app: ASGIApp = ParsableBody(starlette)
-    return app if token is None else BearerToken(app, token)
+def tokens_app(servers: Mapping[str, McpServer], *, host: str) -> ASGIApp:
+    """The ASGI app of ``serve-mcp --tokens``: each request goes to the server of its bearer
+    token (tokens may share one), a request without one of the tokens gets 401."""
+    distinct = list({id(server): server for server in servers.values()}.values())
+    routes = {token: distinct.index(server) for token, server in servers.items()}
+    return BearerTokens(_app(distinct, host), routes)
 
 
 async def serve_http(server: McpServer, *, host: str, port: int, token: str | None) -> None:
-    """Serve at ``http://host:port/mcp`` until interrupted (Ctrl-C, SIGTERM).
+    """Serve at ``http://host:port/mcp`` until interrupted (Ctrl-C, SIGTERM)."""
+    if token is None and not is_loopback(host):
+        raise UnsafeExposureError(texts.NEEDS_TOKEN.format(host=host, variable=ENV_TOKEN))
+    await serve_app(http_app(server, host=host, token=token), host=host, port=port)
+
+
+async def serve_app(app: ASGIApp, *, host: str, port: int) -> None:
+    """Serve ``app`` (``http_app``, ``tokens_app``) at ``http://host:port/mcp`` until
+    interrupted (Ctrl-C, SIGTERM).
 
     The port is bound before anything is said: ``ListenError`` when it cannot be (in use...),
     and the "serving at" line only once clients can connect.
     """
-    if token is None and not is_loopback(host):
-        raise UnsafeExposureError(texts.NEEDS_TOKEN.format(host=host, variable=ENV_TOKEN))
-    app = http_app(server, host=host, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     with listen(host, port) as sock:
         print(texts.SERVING.format(url=endpoint_url(host, port)), file=sys.stderr, flush=True)

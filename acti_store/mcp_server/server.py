@@ -64,15 +64,20 @@ class McpServerOptions:
     version: str | None = None
 
 
-def build_server(builder: BuilderTools, options: McpServerOptions | None = None) -> McpServer:
-    """The MCP server of ``builder``'s store."""
+def build_server(
+    builder: BuilderTools,
+    options: McpServerOptions | None = None,
+    notifier: Notifier | None = None,
+) -> McpServer:
+    """The MCP server of ``builder``'s store; ``notifier`` when servers of one store (one
+    tenant's, reading only or not) tell each other's sessions of their writes."""
     options = options or McpServerOptions()
     tools = served_tools(builder_declarations(builder), read_only=options.read_only)
     if "execute_created_agent" in tools:
         load_agent_stack()  # seconds of imports holding the GIL: now, not on a client's first run
     resources = Resources(builder)
     completions = Completions(builder)
-    notifier = Notifier()
+    notifier = Notifier() if notifier is None else notifier
     server = McpServer(
         texts.SERVER_NAME, version=options.version, instructions=texts.SERVER_INSTRUCTIONS
     )
