@@ -16,6 +16,7 @@ from .errors import ArgumentTypeError
 from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository, store_options
 from .revisions import check_schema, upgrade_schema
+from .tenancy import resolve_tenant
 from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of
 
 #: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
@@ -34,6 +35,7 @@ def open_repository(
     engine_options: dict[str, Any] | None = None,
     lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
     keep_versions: int | None = None,
+    tenant: str | None = None,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
@@ -56,13 +58,17 @@ def open_repository(
     wait in all for a lock another writer holds, retries included; then it fails with a
     ``StoreUnavailableError`` saying so. ``keep_versions`` (None: keep every configuration
     version) prunes each agent's snapshots on every write to that many besides the current and
-    the labelled ones (``prune_versions``).
+    the labelled ones (``prune_versions``). ``tenant`` (else ``ACTI_STORE_TENANT``, else
+    ``"default"``, where every store made before tenants keeps its agents) is the one tenant
+    whose agents, versions, labels and histories the store sees and touches: names are unique
+    per tenant, and another tenant's agent reads as one that does not exist (docs/tenants.md).
 
     Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``; for a wrong
     type an ``ArgumentTypeError``, also a ``TypeError``) for an argument out of its rule, before
     anything is opened: ``migrate`` and ``read_only`` are ``True`` or ``False``, ``lock_timeout``
     a finite positive number of seconds (at most ``engine.LOCK_TIMEOUT_MAX``), ``keep_versions``
-    None or an integer from 0 to ``models.INTEGER_MAX``; ``StoreUrlError`` (also a ``ValueError``)
+    None or an integer from 0 to ``models.INTEGER_MAX``, ``tenant`` a name of the agent-name
+    rule; ``StoreUrlError`` (also a ``ValueError``)
     for a URL that is not one of those forms, for a schema name PostgreSQL would need quoted
     (see ``acti_store.engine.SCHEMA_NAME_RULE``), for a schema on SQLite (give acti_store a
     file of its own instead), and, before anything in it changes, for a SQLite file or
@@ -76,6 +82,7 @@ def open_repository(
     schema written by a newer acti_store (or, read-only, one not at head).
     """
     read_only, lock_timeout, keep_versions = store_options(read_only, lock_timeout, keep_versions)
+    tenant = resolve_tenant(tenant)
     flag(migrate, "migrate")
     optional_of(schema, str, "schema")
     optional_of(engine_options, Mapping, "engine_options")
@@ -103,11 +110,18 @@ def open_repository(
     except BaseException:
         engine.dispose()
         raise
-    return SqlAgentRepository(
+    repository = SqlAgentRepository(
         engine,
         clock=clock,
         mirror=mirror,
         read_only=read_only,
         lock_timeout=lock_timeout,
         keep_versions=keep_versions,
+        tenant=tenant,
     )
+    try:
+        repository.register_tenant()
+    except BaseException:
+        repository.close()
+        raise
+    return repository

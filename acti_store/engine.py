@@ -11,6 +11,8 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
@@ -221,6 +223,24 @@ def _empty_or_a_store(cursor: Any) -> bool:
     a name of acti_store's (``acti_store.revisions``): a refused file is left as it was."""
     rows = cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     return not rows or any(name == VERSION_TABLE for (name,) in rows)
+
+
+@contextmanager
+def foreign_keys_off(conn: Connection) -> Iterator[None]:
+    """SQLite: foreign keys off on ``conn`` while it migrates (set before its transaction, as
+    SQLite requires), so that a revision may rebuild a table (drop it and rename its copy)
+    without its children's cascades firing; on again after. Revision 0009 checks the keys
+    itself before it commits. A no-op on other engines."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    driver = conn.connection.dbapi_connection
+    assert driver is not None
+    driver.execute("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        driver.execute("PRAGMA foreign_keys = ON")
 
 
 def switch_to_wal(conn: Connection) -> None:

@@ -28,6 +28,7 @@ from .engine import (
     MIGRATION_PROGRESS_TABLE,
     VERSION_TABLE,
     alembic_config,
+    foreign_keys_off,
     store_location,
     store_schema,
     switch_to_wal,
@@ -91,7 +92,7 @@ def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[
         return current, current
     if target != "head":
         _known_target(script, target)  # refused before the migration marks its start
-    with engine.execution_options(acti_write=True).connect() as conn:
+    with engine.execution_options(acti_write=True).connect() as conn, foreign_keys_off(conn):
         with conn.begin():
             before = begin_migration(conn, script, target)
             cfg.attributes["connection"] = conn

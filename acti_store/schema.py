@@ -34,6 +34,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    UniqueConstraint,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -41,6 +42,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .column_types import DOUBLE_FLOAT, LONG_TEXT, MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
 from .models import BUILDER, NAME_MAX_LENGTH, TOOL_CATEGORIES, UPDATABLE_FIELDS
+from .tenancy import DEFAULT_TENANT, TENANT_TABLES
 from .versioning import LABEL_MAX_LENGTH
 
 NAMING_CONVENTION: Final = {
@@ -176,6 +178,13 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+class TenantColumn:
+    """The tenant a row belongs to (``acti_store.tenancy``), in every table that holds a
+    tenant's data; rows stored before tenants (revision 0009) are the default tenant's."""
+
+    tenant: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), server_default=DEFAULT_TENANT)
+
+
 class ConfigColumns:
     """The columns of an agent's configuration but its name (the fields of ``AgentConfig``), in
     every table that holds one: ``agents``, ``agent_versions`` and ``agent_versions_archive``.
@@ -190,12 +199,17 @@ class ConfigColumns:
     tags: Mapped[list[str]] = mapped_column(JSON)
 
 
-class AgentRow(ConfigColumns, Base):
+class AgentRow(ConfigColumns, TenantColumn, Base):
     __tablename__ = "agents"
-    __table_args__ = (Index("ix_agents_stratum", "stratum"), TABLE_OPTIONS)
+    __table_args__ = (
+        Index("ix_agents_stratum", "stratum"),
+        #: Names are unique per tenant: ``acme`` and ``globex`` may both have ``lead_qualifier``.
+        UniqueConstraint("tenant", "name", name="uq_agents_tenant_name"),
+        TABLE_OPTIONS,
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
     tools_mask: Mapped[int] = mapped_column(Integer, index=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
@@ -210,7 +224,7 @@ class AgentRow(ConfigColumns, Base):
     total_executions: Mapped[int] = mapped_column(Counter)
 
 
-class AgentTagRow(Base):
+class AgentTagRow(TenantColumn, Base):
     __tablename__ = "agent_tags"
     __table_args__ = TABLE_OPTIONS
 
@@ -220,7 +234,7 @@ class AgentTagRow(Base):
     )
 
 
-class ExecutionRow(Base):
+class ExecutionRow(TenantColumn, Base):
     __tablename__ = "executions"
     __table_args__ = (
         Index("ix_executions_agent_id_id", "agent_id", "id"),
@@ -243,7 +257,7 @@ class ExecutionRow(Base):
     agent_version: Mapped[int | None] = mapped_column(Counter)
 
 
-class AgentVersionRow(ConfigColumns, Base):
+class AgentVersionRow(ConfigColumns, TenantColumn, Base):
     """An immutable snapshot of an agent's configuration at one version (revision 0006).
 
     Keyed by ``(agent_id, version)``; on SQLite a ``WITHOUT ROWID`` table, so that the row is
@@ -261,7 +275,7 @@ class AgentVersionRow(ConfigColumns, Base):
     message: Mapped[str | None] = mapped_column(LONG_TEXT)
 
 
-class ArchivedVersionRow(ConfigColumns, Base):
+class ArchivedVersionRow(ConfigColumns, TenantColumn, Base):
     """The snapshots of agents deleted with ``delete_history=False``, kept by name beside
     their archived history."""
 
@@ -278,7 +292,7 @@ class ArchivedVersionRow(ConfigColumns, Base):
     message: Mapped[str | None] = mapped_column(LONG_TEXT)
 
 
-class AgentLabelRow(Base):
+class AgentLabelRow(TenantColumn, Base):
     """Where each label of an agent points now."""
 
     __tablename__ = "agent_labels"
@@ -291,7 +305,7 @@ class AgentLabelRow(Base):
     version: Mapped[int] = mapped_column(Counter)
 
 
-class LabelMoveRow(Base):
+class LabelMoveRow(TenantColumn, Base):
     """The label log: every set, move and removal; archived like the versions."""
 
     __tablename__ = "agent_label_moves"
@@ -311,7 +325,7 @@ class LabelMoveRow(Base):
     note: Mapped[str | None] = mapped_column(LONG_TEXT)
 
 
-class VersionStatsRow(Base):
+class VersionStatsRow(TenantColumn, Base):
     """Lifetime run counters of one version of an agent, moved by each run's transaction; they
     outlive the version's snapshot (pruning) but not the agent."""
 
@@ -329,6 +343,17 @@ class VersionStatsRow(Base):
     last_executed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
+class TenantRow(Base):
+    """Each tenant a store was opened for, to write (``acti-store tenants``): its names are
+    listed here, outside row-level security, so that a role bound by it can list them."""
+
+    __tablename__ = "agent_tenants"
+    __table_args__ = TABLE_OPTIONS
+
+    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
 def _config_columns() -> None:
     """Refuse to start when ``ConfigColumns`` and ``AgentConfig`` disagree on the fields."""
     declared, fields = set(ConfigColumns.__annotations__), set(UPDATABLE_FIELDS)
@@ -337,6 +362,16 @@ def _config_columns() -> None:
 
 
 _config_columns()
+
+
+def _tenant_tables() -> None:
+    """Refuse to start when ``tenancy.TENANT_TABLES`` and the tables with a tenant differ."""
+    tables = {t.name for t in Base.metadata.tables.values() if "tenant" in t.c}
+    if tables != TENANT_TABLES:
+        raise RuntimeError(f"TENANT_TABLES must name every table with a tenant: {sorted(tables)}")
+
+
+_tenant_tables()
 
 #: The Core tables the repository writes its statements against.
 agents = cast(Table, AgentRow.__table__)
@@ -347,3 +382,4 @@ versions_archive = cast(Table, ArchivedVersionRow.__table__)
 agent_labels = cast(Table, AgentLabelRow.__table__)
 label_moves = cast(Table, LabelMoveRow.__table__)
 version_stats = cast(Table, VersionStatsRow.__table__)
+tenants = cast(Table, TenantRow.__table__)

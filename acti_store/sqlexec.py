@@ -22,6 +22,8 @@ from sqlalchemy.sql import ClauseElement, Insert
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
+from .tenancy import DEFAULT_TENANT, TENANT, inserted_columns, scoped
+
 Processor = Callable[[Any], Any]
 _REQUIRED: Any = object()
 
@@ -55,9 +57,12 @@ class Compiled:
     #: The plan's names, and its bind processors by position (derived: ``__post_init__``).
     names: tuple[str, ...] = ()
     processors: tuple[tuple[int, Processor], ...] = ()
+    #: Whether it binds the store's tenant (``tenancy.scoped``): the cursor adds it.
+    tenant_bound: bool = False
 
     def __post_init__(self) -> None:
         self.names = tuple(name for name, _, _ in self.plan)
+        self.tenant_bound = TENANT in self.names
         self.processors = tuple(
             (index, process) for index, (_, process, _) in enumerate(self.plan) if process
         )
@@ -152,7 +157,7 @@ class Prepared:
 
     def __init__(self, statement: ClauseElement, *, columns: Sequence[str] = ()) -> None:
         self.statement = statement
-        self.columns = tuple(columns)
+        self.columns = inserted_columns(statement, tuple(columns))
         self._by_dialect: dict[tuple[type[Dialect], str], Compiled] = {}
         self._many: dict[tuple[type[Dialect], str, int], Compiled | None] = {}
 
@@ -175,7 +180,7 @@ class Prepared:
 
 
 def _compile(prepared: Prepared, dialect: Dialect) -> Compiled:
-    statement = prepared.statement
+    statement = scoped(prepared.statement)
     if prepared.columns:
         compiled = statement.compile(dialect=dialect, column_keys=list(prepared.columns))
     else:
@@ -261,6 +266,7 @@ class Cursor:
         "many_rows",
         "pipeline",
         "returning_batches",
+        "tenant",
     )
 
     def __init__(
@@ -286,7 +292,14 @@ class Cursor:
         self.many_rows = many_rows
         self.returning_batches = returning_batches
         self.load = load
+        #: The tenant its statements bind (``tenancy``): the store's, set by each transaction.
+        self.tenant = DEFAULT_TENANT
         self._later: list[tuple[Any, Compiled, Answer]] = []
+
+    def _values(self, compiled: Compiled, values: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        if compiled.tenant_bound:
+            return {**values, TENANT: self.tenant} if values else {TENANT: self.tenant}
+        return values or {}
 
     def later(
         self,
@@ -304,12 +317,12 @@ class Cursor:
         compiled = prepared.compiled(self.dialect)
         answer = Answer(rowcount)
         if self.pipeline is None:
-            self._cursor.execute(compiled.sql, compiled.params(values or {}))
+            self._cursor.execute(compiled.sql, compiled.params(self._values(compiled, values)))
             answer.take(self._cursor, compiled)
         else:
             own = self._cursor.connection.cursor()
             self._later.append((own, compiled, answer))
-            own.execute(compiled.sql, compiled.params(values or {}))
+            own.execute(compiled.sql, compiled.params(self._values(compiled, values)))
         return answer
 
     def settle(self, *, failed: bool = False) -> None:
@@ -333,7 +346,7 @@ class Cursor:
     def send(self, prepared: Prepared, values: Mapping[str, Any] | None = None) -> None:
         """Run a statement whose answer is not needed (an error still ends the transaction)."""
         compiled = prepared.compiled(self.dialect)
-        self._cursor.execute(compiled.sql, compiled.params(values or {}))
+        self._cursor.execute(compiled.sql, compiled.params(self._values(compiled, values)))
 
     def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
         """Run a statement for each of ``rows`` (what it returns is dropped). Outside a pipeline
@@ -343,9 +356,10 @@ class Cursor:
         if (
             self.pipeline is None
             and self.load is not None
-            and self.load(self._cursor, compiled, rows)
+            and self.load(self._cursor, compiled, rows := self._rows(compiled, rows))
         ):
             return
+        rows = self._rows(compiled, rows)
         if self.pipeline is not None:
             # Each sent without waiting, as psycopg's executemany would; not through it: in
             # pipeline mode it leaves results that the cursor's next query then reads as its own.
@@ -364,7 +378,7 @@ class Cursor:
             if threshold is not None:
                 self.driver.prepare_threshold = None
             try:
-                self._cursor.execute(compiled.sql, compiled.params(values or {}))
+                self._cursor.execute(compiled.sql, compiled.params(self._values(compiled, values)))
             finally:
                 if threshold is not None:
                     self.driver.prepare_threshold = threshold
@@ -372,7 +386,7 @@ class Cursor:
         # In a pipeline, on a cursor of its own: the answers of the statements this cursor sent
         # before may come in while it sends this one, and the fetch would take one for its own.
         with self._cursor.connection.cursor() as own:
-            own.execute(compiled.sql, compiled.params(values or {}))
+            own.execute(compiled.sql, compiled.params(self._values(compiled, values)))
             return fetched(own, compiled)
 
     def all(
@@ -402,6 +416,7 @@ class Cursor:
         full-text index (fed by a trigger) writes out its pending terms after every statement.
         """
         compiled = prepared.compiled(self.dialect)
+        rows = self._rows(compiled, rows)
         many = prepared.many(self.dialect, len(rows)) if self.many_rows else None
         if many is not None:
             if many.positional:  # each row's values in turn: the multi-row statement's order
@@ -429,6 +444,14 @@ class Cursor:
             return returned
         found = (self.first(prepared, row) for row in rows)
         return [row for row in found if row is not None]
+
+    def _rows(
+        self, compiled: Compiled, rows: Sequence[Mapping[str, Any]]
+    ) -> Sequence[Mapping[str, Any]]:
+        if not compiled.tenant_bound:
+            return rows
+        tenant = self.tenant
+        return [{**row, TENANT: tenant} for row in rows]
 
     def raw(self, sql: str) -> None:
         """Run a fixed SQL text (BEGIN, a PRAGMA)."""

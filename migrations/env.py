@@ -37,6 +37,7 @@ from sqlalchemy import Connection, Engine
 from acti_store.engine import (
     SCHEMA_INI_OPTION,
     VERSION_TABLE,
+    foreign_keys_off,
     make_engine,
     resolve_schema,
     resolve_url,
@@ -117,7 +118,7 @@ def run_migrations_online() -> None:
         else make_engine(config.get_main_option("sqlalchemy.url") or None, schema=_schema_given())
     )
     try:
-        with engine.execution_options(acti_write=True).connect() as conn:
+        with engine.execution_options(acti_write=True).connect() as conn, foreign_keys_off(conn):
             with conn.begin():
                 begin_migration(conn, ScriptDirectory.from_config(config), _destination())
                 _run(conn)

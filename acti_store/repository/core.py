@@ -24,6 +24,7 @@ from ..engine import store_location
 from ..errors import AgentNotFoundError, InvalidInputError, ReadOnlyStoreError
 from ..models import NAIVE_DATETIME_RULE, utc_now
 from ..sqlexec import Cursor
+from ..tenancy import DEFAULT_TENANT
 from .arguments import require_storable
 from .deadline import within_deadline
 from .engines import strategy_for
@@ -77,8 +78,11 @@ class StoreCore:
         lock_timeout: float,
         keep_versions: int | None,
         waits: Waits,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         self.engine = engine
+        #: The tenant whose rows this store sees and touches (``tenancy``).
+        self.tenant = tenant
         # What differs between engines; an engine the repository does not run on is refused.
         self.kind = strategy_for(engine.dialect.name)
         self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
@@ -113,6 +117,7 @@ class StoreCore:
         lock_wait: float | None = None,
         autocommit: bool = False,
         pipelined: bool = True,
+        tenant: str | None = None,
     ) -> T:
         return run_transaction(
             self.connections,
@@ -124,14 +129,21 @@ class StoreCore:
             lock_timeout=self.lock_timeout,
             autocommit=autocommit,
             pipelined=pipelined,
+            tenant=self.tenant if tenant is None else tenant,
         )
 
-    def read(self, work: Callable[[Cursor], T], *, snapshot: bool = False) -> T:
-        """``work`` in one read transaction (one snapshot with ``snapshot``)."""
+    def read(
+        self, work: Callable[[Cursor], T], *, snapshot: bool = False, tenant: str | None = None
+    ) -> T:
+        """``work`` in one read transaction (one snapshot with ``snapshot``), as the store's
+        tenant (or as ``tenant``)."""
         kind = self.kind
         try:
             return self.run(
-                work, begin=kind.read_begin(snapshot), autocommit=kind.reads_in_autocommit
+                work,
+                begin=kind.read_begin(snapshot),
+                autocommit=kind.reads_in_autocommit,
+                tenant=tenant,
             )
         except Exception as exc:  # not translate_errors: a context manager costs on every read
             error = translated(exc, self.dbapi)

@@ -18,6 +18,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from sqlalchemy import Engine
 
 from ..engine import LOCK_TIMEOUT_DEFAULT, make_async_engine, store_schema
+from ..tenancy import DEFAULT_TENANT, check_tenant
 from .arguments import store_options
 from .asynchronous import Dispatch, GreenletDispatch, StoreThreads
 from .core import DIRECT, Role, StoreCore, Waits
@@ -28,6 +29,7 @@ from .roles.interchange import Interchange
 from .roles.runs import Runs
 from .roles.search import Search
 from .roles.versions import Versions
+from .tenants import register_tenant, tenant_counts
 
 P = ParamSpec("P")
 R = TypeVar("R", bound=Role)
@@ -71,10 +73,12 @@ class SqlAgentRepository(AgentRepository):
         lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
         keep_versions: int | None = None,
         waits: Waits = DIRECT,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         read_only, lock_timeout, keep_versions = store_options(
             read_only, lock_timeout, keep_versions
         )
+        tenant = check_tenant(tenant)
         core = StoreCore(
             engine,
             clock=clock,
@@ -83,6 +87,7 @@ class SqlAgentRepository(AgentRepository):
             lock_timeout=lock_timeout,
             keep_versions=keep_versions,
             waits=waits,
+            tenant=tenant,
         )
         core.store = self
         self._core = core
@@ -101,6 +106,22 @@ class SqlAgentRepository(AgentRepository):
     @property
     def location(self) -> str:
         return self._core.location
+
+    def tenants(self) -> dict[str, int]:
+        """Every tenant of the store (whatever this store's own), by name, with its number of
+        agents: an operator's view (``acti-store tenants``). The default tenant is always
+        listed; another once a store was opened for it to write."""
+        return tenant_counts(self._core)
+
+    def register_tenant(self) -> None:
+        """List this store's tenant among the store's tenants (``tenants``); ``open_repository``
+        does it for a store it opens to write."""
+        register_tenant(self._core)
+
+    @property
+    def tenant(self) -> str:
+        """The tenant whose agents this store sees and touches (``tenancy``)."""
+        return self._core.tenant
 
     @property
     def keep_versions(self) -> int | None:
@@ -143,7 +164,12 @@ class SqlAgentRepository(AgentRepository):
         # The store's schema, or "" for the default one (not ACTI_STORE_SCHEMA read again).
         schema = store_schema(core.engine) or ""
         engine = partial(make_async_engine, core.engine.url, schema=schema, **options)
-        options |= {"clock": core.clock, "mirror": core.mirror, "keep_versions": self.keep_versions}
+        options |= {
+            "clock": core.clock,
+            "mirror": core.mirror,
+            "keep_versions": self.keep_versions,
+            "tenant": self.tenant,
+        }
         return GreenletDispatch(engine, partial(type(self), **options), self, StoreThreads())
 
     # -- the roles' methods ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Dialect
 
 from ..connections import Connections, roll_back
 from ..sqlexec import Cursor
+from ..tenancy import DEFAULT_TENANT, TENANT_SETTING
 from .engines.base import EngineStrategy
 
 T = TypeVar("T")
@@ -50,6 +51,7 @@ def run_transaction(
     lock_timeout: float,
     autocommit: bool,
     pipelined: bool = True,
+    tenant: str = DEFAULT_TENANT,
 ) -> T:
     """Run ``work`` on a connection of ``connections``, committed if it returns, else rolled
     back; the connection is given back either way (or discarded, if it cannot be reused).
@@ -60,6 +62,9 @@ def run_transaction(
     ``BEGIN``; PostgreSQL: REPEATABLE READ), None for a single-statement read (the engine's
     policy, ``acti_store.engine``) and for PostgreSQL's writes.
     ``lock_wait`` (seconds) bounds this transaction's lock waits instead of ``lock_timeout``.
+    ``tenant``: the tenant its statements bind (``tenancy``); an engine that also keeps it in the
+    session (PostgreSQL's row-level security, ``EngineStrategy.tenant_sql``) has it set on the
+    connection first, once per connection and tenant.
     ``autocommit`` (PostgreSQL reads): the driver sends no BEGIN of its own, so a read of one
     statement is one round trip, and a snapshot's ``begin`` is one ``BEGIN ...`` statement.
 
@@ -82,9 +87,16 @@ def run_transaction(
     # A lock wait of the connection's own (SQLite's busy timeout): put back before it is reused.
     restore = lock_wait is not None and engine.lock_wait_per_connection
     cursor = engine.cursor(raw_cursor, dialect, connection)
+    cursor.tenant = tenant
+    session_tenant = engine.tenant_sql(tenant)
     try:
         with _pipeline(piped) if piped is not None else nullcontext() as pipeline:
             cursor.pipeline = pipeline
+            if session_tenant is not None and connection.info.get(TENANT_SETTING) != tenant:
+                # Before BEGIN: kept by the session (unless the implicit transaction it then
+                # opens rolls back: forgotten below).
+                connection.info[TENANT_SETTING] = tenant
+                cursor.raw(session_tenant)
             if pipelined:
                 cursor.raw("BEGIN")
             if lock_wait is not None:  # SQLite: before its BEGIN; PostgreSQL: SET LOCAL
@@ -102,6 +114,8 @@ def run_transaction(
         if own_transaction:
             driver.autocommit = False
     except BaseException:
+        if session_tenant is not None:
+            connection.info.pop(TENANT_SETTING, None)
         cursor.settle(failed=True)
         raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
         if restore:  # its busy timeout may still be the shorter one: not reused

@@ -39,6 +39,7 @@ from ..schema import (
 )
 from ..schema import version_stats as stats_table
 from ..sqlexec import Prepared
+from ..tenancy import TENANT, tenant_param
 from ..versioning import AgentVersion, LabelMove, version_of
 from .statements import CONFIG_COLUMNS, model_reader, plain_values
 
@@ -57,7 +58,7 @@ _MESSAGE: Final = _VERSION_AT["message"]
 #: The configuration of a snapshot row, its agent's name given.
 _config_of: Final = model_reader(AgentConfig, _VERSION_COLUMNS, "name")
 #: The parameters of a snapshot; its configuration columns in ``CONFIG_COLUMNS``' order.
-_SNAPSHOT_KEYS: Final = ("agent_id", "version", *UPDATABLE_FIELDS, "created_at", "message")
+_SNAPSHOT_KEYS: Final = ("agent_id", "version", *UPDATABLE_FIELDS, "created_at", "message", TENANT)
 _of_agent = agent_versions.c.agent_id == bindparam("agent_id")
 _newest_first = agent_versions.c.version.desc()
 
@@ -77,6 +78,7 @@ def _snapshot_of(agent: ColumnElement[bool]) -> Prepared:
                 *CONFIG_COLUMNS,
                 agents.c.updated_at,
                 bindparam("message", type_=Text()),
+                agents.c.tenant,
             ).where(agent),
         )
     )
@@ -231,6 +233,7 @@ STATS_KEYS: Final = (
     "errors",
     "duration_total",
     "last_executed_at",
+    TENANT,
 )
 
 
@@ -250,6 +253,7 @@ def count_run(insert_of: Callable[[Table], Any], agent_id: Any, version: Any) ->
             bindparam("failed", type_=Integer()),
             bindparam("duration", type_=stats_table.c.duration_total.type),
             RUN_TIME,
+            tenant_param(),
         ),
     )
     last, ran = stats_table.c.last_executed_at, counted.excluded.last_executed_at

@@ -24,6 +24,7 @@ from ..models import (
 )
 from ..schema import agent_tags, agents
 from ..sqlexec import Cursor, Prepared
+from ..tenancy import TENANT
 from ..validation import (
     ARGUMENT,
     quoted,
@@ -106,7 +107,8 @@ def record_snapshot(
 #: A tag of the agent named ``name`` (a statement sent before its id is known).
 _TAG_OF_NAMED: Final = Prepared(
     insert(agent_tags).from_select(
-        ["agent_id", "tag"], select(agents.c.id, bindparam("tag", type_=String())).where(BY_NAME)
+        ["agent_id", "tag", TENANT],
+        select(agents.c.id, bindparam("tag", type_=String()), agents.c.tenant).where(BY_NAME),
     )
 )
 

@@ -100,6 +100,12 @@ class EngineStrategy:
         """The statement after which a lock wait gives up after ``seconds``."""
         raise NotImplementedError
 
+    def tenant_sql(self, tenant: str) -> str | None:
+        """The statement that keeps ``tenant`` (a checked name) in the session, for an engine
+        that enforces tenants in the database too; None: the statements' own condition
+        (``tenancy.scoped``) is all."""
+        return None
+
     def first_lock_wait(self, lock_timeout: float) -> float | None:
         """A write's first lock wait (``lock_wait_sql``), or None: the session's own, which
         already ends within ``lock_timeout``."""

@@ -39,6 +39,7 @@ from ...errors import AgentNotFoundError
 from ...models import ExecutionRecord
 from ...schema import agents, executions, version_stats
 from ...sqlexec import Cursor, Prepared
+from ...tenancy import tenant_param
 from ..recording import RUN_COUNTERS, counter_values, record_counted_run
 from ..statements import BY_NAME, EXPORT_PAGE, records_of
 from ..version_statements import RUN_TIME, STATS_KEYS
@@ -64,6 +65,7 @@ def _count_run() -> Prepared:
             bindparam("failed", type_=Integer()),
             bindparam("duration", type_=version_stats.c.duration_total.type),
             RUN_TIME,
+            tenant_param(),
         ),
     )
     stats, ran = version_stats.c, counted.inserted

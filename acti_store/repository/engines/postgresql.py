@@ -49,6 +49,7 @@ from ..recording import (
 )
 from ..statements import BY_NAME, EXECUTION_COLUMNS, record_values, records_of
 from ..version_statements import count_run
+from ...tenancy import TENANT, TENANT_SETTING, tenant_param
 from .base import EngineStrategy, Read, Write
 
 logger = logging.getLogger(__name__)
@@ -75,12 +76,13 @@ _bumped = (
     .cte("bumped")
 )
 _inserted = insert(executions).from_select(
-    ["agent_id", "agent_name", *(c.name for c in EXECUTION_COLUMNS), "agent_version"],
+    ["agent_id", "agent_name", *(c.name for c in EXECUTION_COLUMNS), "agent_version", TENANT],
     select(
         _bumped.c.id,
         bindparam("name", type_=String()),
         *(bindparam(c.name, type_=c.type) for c in EXECUTION_COLUMNS),
         _bumped.c.ran,
+        tenant_param(),
     ),
 )
 #: A run counted for its agent and its version, and its record inserted; returns the agent's id
@@ -317,6 +319,11 @@ class PostgresqlEngine(EngineStrategy):
 
     def lock_wait_sql(self, seconds: float) -> str:
         return f"SET LOCAL lock_timeout = {wait_ms(seconds)}"
+
+    def tenant_sql(self, tenant: str) -> str | None:
+        """Row-level security's key (migration 0009): kept by the session, set when a
+        connection first serves the tenant."""
+        return f"SELECT set_config('{TENANT_SETTING}', '{tenant}', false)"
 
     def record_execution(
         self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None

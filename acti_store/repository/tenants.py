@@ -1,0 +1,49 @@
+"""The tenants of a store: each registered when a store is first opened for it to write, and
+listed with its agent count (``acti-store tenants``)."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Final
+
+from sqlalchemy import bindparam, exists, func, insert, select
+
+from ..errors import AgentExistsError
+from ..schema import UtcDateTime, agents, tenants
+from ..sqlexec import Prepared
+from ..tenancy import DEFAULT_TENANT
+from .core import StoreCore
+
+_NAME = bindparam("name", type_=tenants.c.name.type)
+#: The tenant ``name``, registered unless it is already.
+_REGISTER: Final = Prepared(
+    insert(tenants).from_select(
+        ["name", "created_at"],
+        select(_NAME, bindparam("at", type_=UtcDateTime())).where(
+            ~exists(select(tenants.c.name).where(tenants.c.name == _NAME))
+        ),
+    )
+)
+_NAMES: Final = Prepared(select(tenants.c.name))
+#: The agents of the store's tenant (``tenancy.scoped`` adds the condition).
+_COUNT: Final = Prepared(select(func.count()).select_from(agents))
+
+
+def register_tenant(core: StoreCore) -> None:
+    """Register the store's tenant (the default tenant is always listed: not registered)."""
+    if core.tenant == DEFAULT_TENANT or core.read_only:
+        return
+    values = {"name": core.tenant, "at": core.now()}
+    with suppress(AgentExistsError):  # registered meanwhile by another process: as wanted
+        core.write(lambda cursor: cursor.execute(_REGISTER, values), name=core.tenant)
+
+
+def tenant_counts(core: StoreCore) -> dict[str, int]:
+    """Each tenant of the store, by name, with its number of agents. Each count is read as that
+    tenant (PostgreSQL's row-level security shows a session one tenant's rows at a time)."""
+    names = core.read(lambda cursor: [row[0] for row in cursor.all(_NAMES)])
+    counts: dict[str, int] = {}
+    for tenant in sorted({DEFAULT_TENANT, *names}):
+        row = core.read(lambda cursor: cursor.first(_COUNT), tenant=tenant)
+        counts[tenant] = int(row[0]) if row is not None else 0
+    return counts

@@ -1,0 +1,192 @@
+"""Tenants: a ``tenant`` column on every table of a tenant's data, names unique per tenant, and on
+PostgreSQL row-level security.
+
+Every table that holds a tenant's data (``acti_store.tenancy.TENANT_TABLES``) gains ``tenant``
+(``VARCHAR(64) NOT NULL DEFAULT 'default'``): the rows already stored are the default tenant's,
+which a store opened without a tenant sees, so a store made before this revision opens unchanged.
+An agent's name becomes unique per tenant (``uq_agents_tenant_name`` on ``(tenant, name)``, in
+place of ``uq_agents_name``). ``agent_tenants`` lists the tenants stores were opened for.
+
+PostgreSQL: adding a column with a constant default rewrites nothing; the one step that reads
+the table is the new unique index (its build is the time the migration holds its locks, measured
+in the release notes). Then row-level security, forced for the table owner too, on every tenant
+table: policy ``tenant_isolation`` lets a session see and write the rows whose tenant is its
+setting ``acti.tenant``; a session without it sees no row and can write none. Superusers and
+roles with BYPASSRLS are not bound by it (docs/tenants.md: the roles to use).
+
+SQLite cannot change a table's unique constraint in place: ``agents`` is rebuilt (a copy under a
+new name, the old table dropped, the copy renamed, its indexes and triggers made again), which
+needs foreign keys off, or dropping ``agents`` would cascade into its child tables: the
+migration runner turns them off before its transaction (``acti_store.revisions``), and this
+revision refuses to run with them on. MariaDB: each column is added in place, the unique index
+replaced in one ALTER.
+
+Downgrade: refused while any row belongs to a tenant other than the default one (names would
+collide once unique across the store again: export and delete those tenants' agents first);
+else the policies, the index, the columns and ``agent_tenants`` are dropped.
+
+Revision ID: 0009_tenants
+Revises: 0008_mariadb_search
+Create Date: 2026-11-26
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
+
+revision: str = "0009_tenants"
+down_revision: str | None = "0008_mariadb_search"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+#: The tables of a tenant's data, as of this revision.
+TABLES = (
+    "agents",
+    "agent_tags",
+    "executions",
+    "agent_versions",
+    "agent_versions_archive",
+    "agent_labels",
+    "agent_label_moves",
+    "agent_version_stats",
+)
+DEFAULT = "default"
+_COLUMN = f"tenant VARCHAR(64) DEFAULT '{DEFAULT}' NOT NULL"
+_POLICY = "tenant_isolation"
+_SETTING = "current_setting('acti.tenant', true)"
+_KEY = "CONSTRAINT pk_agents PRIMARY KEY (id), \n\t"
+#: The end of ``agents``' definition on SQLite, before and after (revision 0002 wrote it).
+_SQLITE_BEFORE = _KEY + "CONSTRAINT uq_agents_name UNIQUE (name)"
+_SQLITE_AFTER = f"{_COLUMN}, \n\t{_KEY}CONSTRAINT uq_agents_tenant_name UNIQUE (tenant, name)"
+
+
+def _dialect() -> str:
+    return op.get_context().dialect.name
+
+
+def upgrade() -> None:
+    dialect = _dialect()
+    if dialect == "sqlite":
+        _rebuild_sqlite_agents(upgrading=True)
+        for table in TABLES[1:]:
+            op.execute(f"ALTER TABLE {table} ADD COLUMN {_COLUMN}")
+    else:
+        for table in TABLES:
+            op.execute(f"ALTER TABLE {table} ADD COLUMN {_COLUMN}")
+        if dialect in MYSQL_DIALECTS:
+            op.execute(
+                "ALTER TABLE agents DROP INDEX uq_agents_name, "
+                "ADD CONSTRAINT uq_agents_tenant_name UNIQUE (tenant, name)"
+            )
+        else:
+            op.execute("ALTER TABLE agents DROP CONSTRAINT uq_agents_name")
+            op.execute(
+                "ALTER TABLE agents ADD CONSTRAINT uq_agents_tenant_name UNIQUE (tenant, name)"
+            )
+    op.create_table(
+        "agent_tenants",
+        sa.Column("name", sa.String(length=64), nullable=False),
+        sa.Column("created_at", TIMESTAMP, nullable=False),
+        sa.PrimaryKeyConstraint("name", name=op.f("pk_agent_tenants")),
+        **TABLE_OPTIONS,
+    )
+    if dialect == "postgresql":
+        for table in TABLES:
+            op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+            op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+            op.execute(
+                f"CREATE POLICY {_POLICY} ON {table} "
+                f"USING (tenant = {_SETTING}) WITH CHECK (tenant = {_SETTING})"
+            )
+
+
+def downgrade() -> None:
+    dialect = _dialect()
+    if dialect == "postgresql":  # first: the owner itself sees no row under forced security
+        for table in TABLES:
+            op.execute(f"DROP POLICY IF EXISTS {_POLICY} ON {table}")
+            op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+            op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+    if not op.get_context().as_sql:
+        _refuse_other_tenants()
+    op.drop_table("agent_tenants")
+    if dialect == "sqlite":
+        _rebuild_sqlite_agents(upgrading=False)
+        for table in TABLES[1:]:
+            op.execute(f"ALTER TABLE {table} DROP COLUMN tenant")
+        return
+    if dialect in MYSQL_DIALECTS:
+        op.execute(
+            "ALTER TABLE agents DROP INDEX uq_agents_tenant_name, "
+            "ADD CONSTRAINT uq_agents_name UNIQUE (name)"
+        )
+    else:
+        op.execute("ALTER TABLE agents DROP CONSTRAINT uq_agents_tenant_name")
+        op.execute("ALTER TABLE agents ADD CONSTRAINT uq_agents_name UNIQUE (name)")
+    for table in TABLES:
+        op.execute(f"ALTER TABLE {table} DROP COLUMN tenant")
+
+
+def _refuse_other_tenants() -> None:
+    bind = op.get_bind()
+    for table in TABLES:
+        found = bind.execute(
+            sa.text(f"SELECT DISTINCT tenant FROM {table} WHERE tenant <> :default"),
+            {"default": DEFAULT},
+        ).all()
+        if found:
+            names = ", ".join(sorted(row[0] for row in found))
+            raise RuntimeError(
+                f"cannot downgrade below 0009_tenants: {table} holds rows of tenants other "
+                f"than '{DEFAULT}' ({names}); their agent names would collide. Export those "
+                "tenants (acti-store --tenant NAME export DIR) and delete their agents first."
+            )
+
+
+def _rebuild_sqlite_agents(*, upgrading: bool) -> None:
+    """SQLite: ``agents`` made again with (upgrading) or without the tenant and its unique
+    constraint, its rows, indexes and triggers kept (SQLite's procedure for a table change
+    ALTER TABLE cannot make)."""
+    bind = op.get_bind()
+    if bind.exec_driver_sql("PRAGMA foreign_keys").scalar():
+        raise RuntimeError(
+            "0009_tenants rebuilds the agents table and must run with SQLite's foreign keys off "
+            "(dropping the table would delete its histories): run `acti-store migrate` or "
+            "`alembic upgrade head`, which turn them off"
+        )
+    (table_sql,) = bind.exec_driver_sql(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'agents'"
+    ).one()
+    kept = [
+        sql
+        for (sql,) in bind.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'agents' "
+            "AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name"
+        )
+    ]
+    columns = [row[1] for row in bind.exec_driver_sql("PRAGMA table_info(agents)")]
+    if upgrading:
+        new_sql = table_sql.replace(_SQLITE_BEFORE, _SQLITE_AFTER)
+    else:
+        new_sql = table_sql.replace(_SQLITE_AFTER, _SQLITE_BEFORE)
+        columns.remove("tenant")
+    if new_sql == table_sql:
+        raise RuntimeError("0009_tenants: the agents table is not as revision 0008 left it")
+    start = new_sql.index("(")
+    listed = ", ".join(columns)
+    op.execute("PRAGMA legacy_alter_table = ON")  # the children's foreign keys keep their text
+    op.execute(f"CREATE TABLE agents_0009 {new_sql[start:]}")
+    op.execute(f"INSERT INTO agents_0009 ({listed}) SELECT {listed} FROM agents")
+    op.execute("DROP TABLE agents")
+    op.execute("ALTER TABLE agents_0009 RENAME TO agents")
+    op.execute("PRAGMA legacy_alter_table = OFF")
+    for sql in kept:
+        op.execute(sql)
+    broken = bind.exec_driver_sql("PRAGMA foreign_key_check").all()
+    if broken:
+        raise RuntimeError(f"0009_tenants: the rebuilt agents table breaks foreign keys: {broken}")
