@@ -54,6 +54,7 @@ READING_TOOLS = [
     "search_agents",
     "get_agent_history",
 ]
+PROMPT = "You help Acme's sales team qualify its inbound leads, one lead at a time."
 AGENT_TEMPLATE = types.ResourceTemplateReference(type="ref/resource", uri="acti://agents/{name}")
 
 
@@ -151,7 +152,7 @@ async def test_each_token_sees_and_touches_only_its_tenant(server: Server, store
             {
                 "name": "acme_new",
                 "description": ACME_MARK,
-                "system_prompt": "You help Acme with its leads, one at a time.",
+                "system_prompt": PROMPT,
             },
         )
 
@@ -236,7 +237,7 @@ async def test_two_tenants_read_while_one_writes_and_never_see_each_other(
                     {
                         "name": f"acme_load_{rounds[name]}",
                         "description": ACME_MARK,
-                        "system_prompt": "You help Acme with its leads, one at a time.",
+                        "system_prompt": PROMPT,
                     },
                 )
                 seen[name].append(text_of(created))
