@@ -17,7 +17,7 @@ import contextlib
 import functools
 import gc
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -71,11 +71,9 @@ def serve(args: argparse.Namespace, *, model: Any = None) -> int:
         if transport == "stdio":
             from ..mcp_server.server import serve_stdio
 
-            anyio.run(serve_stdio, server)
+            _run(functools.partial(serve_stdio, server))
         else:
-            anyio.run(
-                functools.partial(serve_http, server, host=args.host, port=args.port, token=token)
-            )
+            _run(functools.partial(serve_http, server, host=args.host, port=args.port, token=token))
     finally:
         repo.close()
     return 0
@@ -97,7 +95,7 @@ def _serve_tenants(args: argparse.Namespace, grants: Mapping[str, Grant], model:
         for token, grant in grants.items()
     }
     notifiers: dict[str, Notifier] = {}  # a tenant's servers tell each other's sessions
-    servers = {}
+    servers: dict[Grant, McpServer] = {}
     with contextlib.ExitStack() as stack:
         # The writing grants first: the first opening brings the store's schema up to date,
         # which a read-only opening needs.
@@ -113,7 +111,7 @@ def _serve_tenants(args: argparse.Namespace, grants: Mapping[str, Grant], model:
         app = tokens_app(
             {token: servers[grant] for token, grant in granted.items()}, host=args.host
         )
-        anyio.run(functools.partial(serve_app, app, host=args.host, port=args.port))
+        _run(functools.partial(serve_app, app, host=args.host, port=args.port))
     return 0
 
 
@@ -130,12 +128,16 @@ def _server(
 
     builder = BuilderTools(lambda: repo, model=model, mcp_catalog=args.mcp_config)
     options = McpServerOptions(read_only=read_only, version=package_version())
-    server = build_server(builder, options, notifier)
-    # A long-running server's startup objects (the agent stack's imports) leave the
-    # collector's full passes, each of which stops every thread, the event loop's too.
+    return build_server(builder, options, notifier)
+
+
+def _run(main: Callable[[], Awaitable[None]]) -> None:
+    """Serve with ``main`` until it returns, the startup's objects frozen first: a long-running
+    server's startup objects (the agent stack's imports) leave the collector's full passes,
+    each of which stops every thread, the event loop's too."""
     gc.collect()
     gc.freeze()
-    return server
+    anyio.run(main)
 
 
 def _tokens(path: str) -> dict[str, Grant]:
