@@ -41,11 +41,13 @@ from acti_store.mcp_server.defaults import ENV_TOKEN
 
 ACME_TOKEN = "acme-sentinel-token-3f9a2c7e51d8"
 GLOBEX_TOKEN = "globex-sentinel-token-b64d0e19a7"
+READER_TOKEN = "acme-reader-sentinel-token-5c0d81"
 ACME_MARK = "Acme's own lead qualifier, marked ACMEONLY7"
 GLOBEX_MARK = "Globex's own lead qualifier, marked GLOBEXONLY4"
 GRANTS = {
     ACME_TOKEN: {"tenant": "acme", "read_only": False},
     GLOBEX_TOKEN: {"tenant": "globex", "read_only": True},
+    READER_TOKEN: {"tenant": "acme", "read_only": True},
 }
 READING_TOOLS = [
     "get_agent_config",
@@ -179,7 +181,45 @@ async def test_each_token_sees_and_touches_only_its_tenant(server: Server, store
         (only,) = globex_repo.list_agents()
         assert only.name == "shared_agent" and only.description == GLOBEX_MARK
     log = server.log_text()
-    assert ACME_TOKEN not in log and GLOBEX_TOKEN not in log and "Traceback" not in log
+    assert all(token not in log for token in GRANTS) and "Traceback" not in log
+
+
+class Heard:
+    """A client's message handler: the methods of the notifications its session got."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ServerNotification):
+            self.methods.append(message.root.method)
+
+
+LIST_CHANGED = "notifications/resources/list_changed"
+
+
+@pytest.mark.slow
+async def test_a_write_notifies_its_tenant_only(server: Server) -> None:
+    heard = {"reader": Heard(), "globex": Heard()}
+    async with (
+        http_session(server.url, auth(ACME_TOKEN)) as acme,
+        http_session(server.url, auth(READER_TOKEN), message_handler=heard["reader"]) as reader,
+        http_session(server.url, auth(GLOBEX_TOKEN), message_handler=heard["globex"]) as globex,
+    ):
+        reader_tools = [t.name for t in (await reader.list_tools()).tools]
+        await globex.list_tools()  # both are seen by their servers' notifiers
+        await acme.call_tool(
+            "create_agent_config",
+            {"name": "acme_new", "description": ACME_MARK, "system_prompt": PROMPT},
+        )
+        with anyio.fail_after(10):  # over the reader's own stream: a moment after the answer
+            while LIST_CHANGED not in heard["reader"].methods:
+                await anyio.sleep(0.05)
+        await anyio.sleep(0.3)  # what globex would have heard, it would have heard by now
+        await globex.send_ping()
+
+    assert reader_tools == READING_TOOLS  # acme's reading token: its own server
+    assert heard["globex"].methods == []
 
 
 @pytest.mark.slow
