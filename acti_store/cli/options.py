@@ -18,8 +18,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..bootstrap import open_repository
 from ..engine import DEFAULT_URL, ENV_SCHEMA, ENV_URL, resolve_url, store_file
-from ..tenancy import DEFAULT_TENANT, ENV_TENANT
 from ..repository import AgentRepository, SqlAgentRepository
+from ..tenancy import DEFAULT_TENANT, ENV_TENANT
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.texts import CLI_CALLS
