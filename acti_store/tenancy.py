@@ -85,9 +85,7 @@ def _tenant_froms(from_: FromClause) -> Iterator[FromClause]:
         yield from _tenant_froms(from_.left)
         if not from_.isouter:
             yield from _tenant_froms(from_.right)
-    elif isinstance(from_, Table) and from_.name in TENANT_TABLES:
-        yield from_
-    elif (
+    elif (isinstance(from_, Table) and from_.name in TENANT_TABLES) or (
         isinstance(from_, Alias)
         and isinstance(from_.element, Table)
         and from_.element.name in TENANT_TABLES
@@ -109,7 +107,7 @@ def _scope_join(join: Join) -> None:
     clause it would drop the rows the join keeps without a match)."""
     if join.isouter:
         optional = tuple(from_.c[TENANT] == _tenant_param() for from_ in _tenant_froms(join.right))
-        if optional:
+        if optional and join.onclause is not None:
             join.onclause = and_(join.onclause, *optional)
 
 

@@ -38,7 +38,7 @@ def test_a_statement_that_is_not_a_plain_insert_is_never_made_many_rows_or_copie
 
 def test_many_rows_go_in_with_each_rows_values_on_a_real_sqlite() -> None:
     connection = sqlite3.connect(":memory:")
-    connection.execute("CREATE TABLE agent_tags (agent_id INTEGER, tag TEXT)")
+    connection.execute("CREATE TABLE agent_tags (agent_id INTEGER, tag TEXT, tenant TEXT)")
     cursor = Cursor(connection.cursor(), SQLITE, many_rows=True)
     cursor.executemany(INSERT_TAG, [{"agent_id": 1, "tag": t} for t in ("a", "b", "c")])
     rows = [{"agent_id": 2, "tag": t} for t in ("x", "y")]

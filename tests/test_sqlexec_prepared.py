@@ -20,10 +20,11 @@ def test_one_statement_compiles_for_each_paramstyle_of_a_driver() -> None:
 
     first, second = statement.compiled(qmark), statement.compiled(named)
 
-    assert first.sql.endswith("WHERE agents.name = ?")
-    assert second.sql.endswith("WHERE agents.name = :name")
-    assert first.params({"name": "x"}) == ["x"]
-    assert second.params({"name": "x"}) == {"name": "x"}
+    # Confined to the store's tenant (``tenancy.scoped``), the parameter the cursor binds.
+    assert first.sql.endswith("WHERE agents.name = ? AND agents.tenant = ?")
+    assert second.sql.endswith("WHERE agents.name = :name AND agents.tenant = :tenant")
+    assert first.params({"name": "x", "tenant": "acme"}) == ["x", "acme"]
+    assert second.params({"name": "x", "tenant": "acme"}) == {"name": "x", "tenant": "acme"}
     # Compiled once per kind of dialect: another engine of the same kind shares it.
     assert statement.compiled(create_engine("sqlite://", paramstyle="named").dialect) is second
 

@@ -148,10 +148,51 @@ def _refuse_other_tenants() -> None:
             )
 
 
-def _rebuild_sqlite_agents(*, upgrading: bool) -> None:
-    """SQLite: ``agents`` made again with (upgrading) or without the tenant and its unique
-    constraint, its rows, indexes and triggers kept (SQLite's procedure for a table change
-    ALTER TABLE cannot make)."""
+#: SQLite: ``agents`` as revisions 0002 and 0004 left it, for SQL printed without a database
+#: (``acti-store migrate --sql``; run it on a connection with foreign keys off, SQLite's default).
+_SQLITE_AGENTS = (
+    'CREATE TABLE "agents" (\n\tid INTEGER NOT NULL, \n\tname VARCHAR(64) NOT NULL, '
+    "\n\tdescription TEXT NOT NULL, \n\tsystem_prompt TEXT NOT NULL, \n\ttools JSON NOT NULL, "
+    "\n\tmodel VARCHAR(200) NOT NULL, \n\tstratum VARCHAR(8), \n\tcreated_at DATETIME NOT NULL, "
+    "\n\tbuilder VARCHAR(200) NOT NULL, \n\ttools_mask INTEGER NOT NULL, \n\ttags JSON NOT NULL, "
+    "\n\tupdated_at DATETIME NOT NULL, \n\tlast_executed_at DATETIME, "
+    "\n\tversion INTEGER NOT NULL, "
+    "\n\texecution_count INTEGER NOT NULL, \n\tsuccess_count INTEGER NOT NULL, "
+    "\n\terror_count INTEGER NOT NULL, \n\ttotal_executions INTEGER NOT NULL, "
+    f"\n\t{_SQLITE_BEFORE}\n)"
+)
+_SQLITE_LOGGED = (
+    "INSERT OR IGNORE INTO agents_fts_log (agent_id, indexed_name, indexed_description) VALUES "
+)
+_SQLITE_OBJECTS = (
+    *(
+        f"CREATE INDEX ix_agents_{column} ON agents ({column})"
+        for column in ("created_at", "execution_count", "stratum", "tools_mask", "updated_at")
+    ),
+    "CREATE TRIGGER agents_fts_log_delete AFTER DELETE ON agents BEGIN "
+    f"{_SQLITE_LOGGED}(old.id, old.name, old.description); END",
+    f"CREATE TRIGGER agents_fts_log_insert AFTER INSERT ON agents BEGIN {_SQLITE_LOGGED}"
+    "(new.id, NULL, NULL); END",
+    "CREATE TRIGGER agents_fts_log_update AFTER UPDATE OF name, description ON agents "
+    "WHEN old.name IS NOT new.name OR old.description IS NOT new.description BEGIN "
+    f"{_SQLITE_LOGGED}(old.id, old.name, old.description); END",
+)
+_SQLITE_COLUMNS = [
+    part.split()[0]
+    for part in _SQLITE_AGENTS.split("(", 1)[1].split(", \n\t")
+    if not part.startswith("CONSTRAINT")
+]
+
+
+def _sqlite_agents(upgrading: bool) -> tuple[str, list[str], list[str]]:
+    """``agents``' definition, its columns, and its indexes and triggers, as the store holds
+    them (as the revisions left them, when printing SQL)."""
+    if op.get_context().as_sql:
+        table_sql = (
+            _SQLITE_AGENTS if upgrading else _SQLITE_AGENTS.replace(_SQLITE_BEFORE, _SQLITE_AFTER)
+        )
+        columns = _SQLITE_COLUMNS if upgrading else [*_SQLITE_COLUMNS, "tenant"]
+        return table_sql, columns, list(_SQLITE_OBJECTS)
     bind = op.get_bind()
     if bind.exec_driver_sql("PRAGMA foreign_keys").scalar():
         raise RuntimeError(
@@ -170,6 +211,14 @@ def _rebuild_sqlite_agents(*, upgrading: bool) -> None:
         )
     ]
     columns = [row[1] for row in bind.exec_driver_sql("PRAGMA table_info(agents)")]
+    return table_sql, columns, kept
+
+
+def _rebuild_sqlite_agents(*, upgrading: bool) -> None:
+    """SQLite: ``agents`` made again with (upgrading) or without the tenant and its unique
+    constraint, its rows, indexes and triggers kept (SQLite's procedure for a table change
+    ALTER TABLE cannot make)."""
+    table_sql, columns, kept = _sqlite_agents(upgrading)
     if upgrading:
         new_sql = table_sql.replace(_SQLITE_BEFORE, _SQLITE_AFTER)
     else:
@@ -177,16 +226,18 @@ def _rebuild_sqlite_agents(*, upgrading: bool) -> None:
         columns.remove("tenant")
     if new_sql == table_sql:
         raise RuntimeError("0009_tenants: the agents table is not as revision 0008 left it")
-    start = new_sql.index("(")
     listed = ", ".join(columns)
     op.execute("PRAGMA legacy_alter_table = ON")  # the children's foreign keys keep their text
-    op.execute(f"CREATE TABLE agents_0009 {new_sql[start:]}")
-    op.execute(f"INSERT INTO agents_0009 ({listed}) SELECT {listed} FROM agents")
+    op.execute(f"CREATE TABLE rebuilt_agents {new_sql[new_sql.index('(') :]}")
+    op.execute(f"INSERT INTO rebuilt_agents ({listed}) SELECT {listed} FROM agents")
     op.execute("DROP TABLE agents")
-    op.execute("ALTER TABLE agents_0009 RENAME TO agents")
+    op.execute("ALTER TABLE rebuilt_agents RENAME TO agents")
     op.execute("PRAGMA legacy_alter_table = OFF")
     for sql in kept:
         op.execute(sql)
-    broken = bind.exec_driver_sql("PRAGMA foreign_key_check").all()
-    if broken:
-        raise RuntimeError(f"0009_tenants: the rebuilt agents table breaks foreign keys: {broken}")
+    if not op.get_context().as_sql:
+        broken = op.get_bind().exec_driver_sql("PRAGMA foreign_key_check").all()
+        if broken:
+            raise RuntimeError(
+                f"0009_tenants: the rebuilt agents table breaks foreign keys: {broken}"
+            )

@@ -40,6 +40,7 @@ from ...engine import wait_ms
 from ...models import ExecutionRecord
 from ...schema import Counter, agents, executions
 from ...sqlexec import Answer, Compiled, Cursor, Prepared
+from ...tenancy import TENANT, TENANT_SETTING, tenant_param
 from ..recording import (
     RUN_COUNTERS,
     TRIM_BY_NAME,
@@ -49,7 +50,6 @@ from ..recording import (
 )
 from ..statements import BY_NAME, EXECUTION_COLUMNS, record_values, records_of
 from ..version_statements import count_run
-from ...tenancy import TENANT, TENANT_SETTING, tenant_param
 from .base import EngineStrategy, Read, Write
 
 logger = logging.getLogger(__name__)
