@@ -301,6 +301,7 @@ async def test_two_tenants_read_while_one_writes_and_never_see_each_other(
 # --------------------------------------------------------------------------------------------------
 
 GOOD = {"tenant": "acme", "read_only": False}
+EXAMPLE = tokens.EXAMPLE_GRANT
 LONG = "a" * tokens.MIN_TOKEN_LENGTH
 
 
@@ -314,13 +315,15 @@ LONG = "a" * tokens.MIN_TOKEN_LENGTH
         ({"short-token": GOOD}, "token #1 is shorter than 16 characters"),
         ({LONG: GOOD, "b" * 15 + " ": GOOD}, "token #2 has a character an Authorization"),
         ({LONG: "acme"}, 'token #1 must map to a grant ({"tenant": "acme", "read_only": '),
+        (json.dumps(ACME_TOKEN).encode(), f"to its grant ({EXAMPLE}), not a string"),
+        ({"not_the_token_but_a_name": ACME_TOKEN}, "token #1 must map to a grant"),
         ({LONG: {"tenant": "acme"}}, "token #1 has no read_only"),
         ({LONG: {**GOOD, "readonly": True}}, 'token #1: unknown key "readonly"'),
         ({LONG: {"tenant": 7, "read_only": False}}, "token #1: tenant must be a tenant name"),
         ({LONG: {"tenant": "Acme Corp", "read_only": False}}, "token #1: invalid tenant"),
         (
             {LONG: {"tenant": "acme", "read_only": "no"}},
-            'read_only must be true or false, not "no"',
+            "read_only must be true or false, not a string",
         ),
         (
             f'{{"{LONG}": {json.dumps(GOOD)}, "{LONG}": {json.dumps(GOOD)}}}'.encode(),
@@ -339,6 +342,8 @@ LONG = "a" * tokens.MIN_TOKEN_LENGTH
         "short",
         "unsendable",
         "grant-text",
+        "a-bare-token",
+        "token-as-grant",
         "no-read-only",
         "unknown-key",
         "tenant-number",
@@ -358,7 +363,7 @@ def test_a_malformed_token_file_is_a_usage_error(
     assert exited.value.code == 2
     assert error.startswith(f"acti-store serve-mcp: error: argument --tokens: {path}")
     assert said in error
-    assert LONG not in error
+    assert LONG not in error and ACME_TOKEN not in error
     assert not (tmp_path / "s.db").exists()  # refused before the store was opened
 
 

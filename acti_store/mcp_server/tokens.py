@@ -90,11 +90,14 @@ class _Object(list[tuple[str, Any]]):
 
 
 def _kind(value: Any) -> str:
-    """A JSON value as a text names it: its type, and a scalar's value (never a token's)."""
+    """A JSON value as a refusal names it: its type, and the value of a number, ``true``,
+    ``false`` or ``null``; never a string's text, which may be a token in the wrong place."""
     if isinstance(value, _Object):
         return "an object"
     if isinstance(value, list):
         return "an array"
+    if isinstance(value, str):
+        return "a string"
     return json.dumps(value)[:40]
 
 
