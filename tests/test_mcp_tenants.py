@@ -319,6 +319,7 @@ LONG = "a" * tokens.MIN_TOKEN_LENGTH
         ({"not_the_token_but_a_name": ACME_TOKEN}, "token #1 must map to a grant"),
         ({LONG: {"tenant": "acme"}}, "token #1 has no read_only"),
         ({LONG: {**GOOD, "readonly": True}}, 'token #1: unknown key "readonly"'),
+        ({"a_label_not_a_token": {ACME_TOKEN: GOOD}}, "token #1: unknown key (a long one, not"),
         ({LONG: {"tenant": 7, "read_only": False}}, "token #1: tenant must be a tenant name"),
         ({LONG: {"tenant": "Acme Corp", "read_only": False}}, "token #1: invalid tenant"),
         (
@@ -346,6 +347,7 @@ LONG = "a" * tokens.MIN_TOKEN_LENGTH
         "token-as-grant",
         "no-read-only",
         "unknown-key",
+        "nested-token",
         "tenant-number",
         "bad-tenant",
         "read-only-text",

@@ -166,7 +166,9 @@ def _grant(value: Any, where: Mapping[str, Any]) -> Grant:
     fields: dict[str, Any] = {}
     for key, item in value:
         if key not in GRANT_KEYS:
-            raise TokenFileError(UNKNOWN_KEY.format(**where, key=json.dumps(key[:40])))
+            # A key as long as a token may be one (a grant nested once too deep): not shown.
+            shown = json.dumps(key) if len(key) < MIN_TOKEN_LENGTH else "(a long one, not shown)"
+            raise TokenFileError(UNKNOWN_KEY.format(**where, key=shown))
         if key in fields:
             raise TokenFileError(REPEATED_KEY.format(**where, key=key))
         fields[key] = item
