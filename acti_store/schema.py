@@ -199,24 +199,30 @@ class ConfigColumns:
     tags: Mapped[list[str]] = mapped_column(JSON)
 
 
+#: The agents' columns indexed after their tenant.
+TENANT_INDEXED: Final = ("stratum", "tools_mask", "created_at", "updated_at", "execution_count")
+
+
 class AgentRow(ConfigColumns, TenantColumn, Base):
     __tablename__ = "agents"
     __table_args__ = (
-        Index("ix_agents_stratum", "stratum"),
         #: Names are unique per tenant: ``acme`` and ``globex`` may both have ``lead_qualifier``.
         UniqueConstraint("tenant", "name", name="uq_agents_tenant_name"),
+        # Each search filter and sort within the tenant (revision 0009): a tenant's page sorted
+        # by creation walks its own range, whatever other tenants hold.
+        *(Index(f"ix_agents_tenant_{c}", "tenant", c) for c in TENANT_INDEXED),
         TABLE_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
-    tools_mask: Mapped[int] = mapped_column(Integer, index=True)
-    created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
-    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    tools_mask: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
     last_executed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     version: Mapped[int] = mapped_column(Counter)
     builder: Mapped[str] = mapped_column(String(200), default=BUILDER)
-    execution_count: Mapped[int] = mapped_column(Counter, index=True)
+    execution_count: Mapped[int] = mapped_column(Counter)
     success_count: Mapped[int] = mapped_column(Counter)
     error_count: Mapped[int] = mapped_column(Counter)
     #: Lifetime total of the history file format; equals execution_count for agents run here,

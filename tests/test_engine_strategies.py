@@ -40,12 +40,19 @@ def test_many_rows_go_in_with_each_rows_values_on_a_real_sqlite() -> None:
     connection = sqlite3.connect(":memory:")
     connection.execute("CREATE TABLE agent_tags (agent_id INTEGER, tag TEXT, tenant TEXT)")
     cursor = Cursor(connection.cursor(), SQLITE, many_rows=True)
+    cursor.tenant = "acme"
     cursor.executemany(INSERT_TAG, [{"agent_id": 1, "tag": t} for t in ("a", "b", "c")])
     rows = [{"agent_id": 2, "tag": t} for t in ("x", "y")]
     assert INSERT_TAG.many(SQLITE, 2) is not None
     cursor.insert_rows(INSERT_TAG, rows)
-    stored = connection.execute("SELECT agent_id, tag FROM agent_tags ORDER BY rowid").fetchall()
-    assert stored == [(1, "a"), (1, "b"), (1, "c"), (2, "x"), (2, "y")]
+    stored = connection.execute("SELECT agent_id, tag, tenant FROM agent_tags ORDER BY rowid")
+    assert stored.fetchall() == [
+        (1, "a", "acme"),
+        (1, "b", "acme"),
+        (1, "c", "acme"),
+        (2, "x", "acme"),
+        (2, "y", "acme"),
+    ]
 
 
 def test_postgresql_loads_rows_by_copy() -> None:

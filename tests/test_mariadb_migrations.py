@@ -104,6 +104,7 @@ def assert_finished_by_migrate(url: str, point: str, capsys: pytest.CaptureFixtu
     assert capsys.readouterr().out == f"current: {HEAD}\nhead: {HEAD}\n", point
 
 
+@pytest.mark.timeout(900)  # two migrations per kill point, ~20 points: minutes on a busy machine
 def test_a_migration_killed_at_any_ddl_is_finished_by_migrate(
     mysql_database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -131,7 +131,9 @@ def explained(url: str, prepared: Prepared, values: dict[str, Any]) -> list[dict
             cursor.execute("ANALYZE TABLE agents, agent_trigrams")
             cursor.fetchall()
             compiled = prepared.compiled(engine.dialect)
-            cursor.execute("EXPLAIN " + compiled.sql, compiled.params(values))
+            cursor.execute(
+                "EXPLAIN " + compiled.sql, compiled.params({"tenant": "default", **values})
+            )
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
         finally:
@@ -158,6 +160,7 @@ def test_a_text_search_reads_no_agent_it_does_not_need(
     query = SearchQuery(query="zebras", sort_by="updated_at")
     with repo.engine.connect() as conn:
         cursor = Cursor(conn.connection.cursor(), repo.engine.dialect)
+        cursor.tenant = repo.tenant
         shape, values = search._bound(cursor, query, engine)
     assert shape.ids == 1
     statement = Prepared(search._ordered(shape, query.sort_by, engine).limit(query.limit))
