@@ -19,7 +19,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 #: The full command reference (README keeps only a few commands in brief).
 CLI_DOCS = README.parent / "docs" / "cli.md"
 #: Options the table's introduction covers once for every command.
-COMMON_OPTIONS = {"-h", "--help", "--url", "--schema"}
+COMMON_OPTIONS = {"-h", "--help", "--url", "--schema", "--tenant"}
 
 
 def commands_action() -> argparse._SubParsersAction[argparse.ArgumentParser]:

@@ -104,6 +104,7 @@ def test_every_command_answers_a_bad_url_with_one_error_line(tmp_path: Path) -> 
         "label": ["lead_qualifier", "production", "1"],
         "labels": ["lead_qualifier"],
         "serve-mcp": [],
+        "tenants": [],
     }
     assert sorted(commands) == sorted(_commands())  # a new command gets a case here
     runs = [[command, *args, "--url", BAD_URL] for command, args in commands.items()]

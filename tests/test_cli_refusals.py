@@ -83,6 +83,7 @@ def test_every_command_refuses_with_one_error_line_on_stderr(store: str, tmp_pat
         "label": (["lead_qualifier", "production", "9", "--url", store], ""),
         "labels": (["ghost", "--url", store], ""),
         "serve-mcp": (["--transport", "http", "--port", port, "--url", store], ""),
+        "tenants": (["--tenant", "acme", "--url", store], ""),
     }
     assert sorted(refusals) == sorted(_commands())  # a new command gets a case here
     runs = [[command, *args] for command, (args, _) in refusals.items()]
