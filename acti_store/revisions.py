@@ -161,12 +161,16 @@ def mark_migration(
     conn.info[_MARKER] = "running"
 
 
-def end_migration(conn: Connection) -> None:
+def end_migration(conn: Connection, *, refused: bool = False) -> None:
     """After Alembic, in the migration's transaction: delete the progress marker of
-    ``mark_migration``, so that it goes in the same commit as the last revision's stamp."""
+    ``mark_migration``, so that it goes in the same commit as the last revision's stamp.
+    ``refused``: a revision refuses to run before it changed anything (0009's downgrade):
+    deleted and committed now, the store being as it was."""
     if conn.info.get(_MARKER) == "running":
         conn.execute(text(f"DELETE FROM {MIGRATION_PROGRESS_TABLE}"))
         conn.info[_MARKER] = "ended"
+        if refused:
+            conn.exec_driver_sql("COMMIT")
 
 
 def recover_interrupted_migration(conn: Connection) -> None:

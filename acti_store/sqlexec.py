@@ -22,7 +22,7 @@ from sqlalchemy.sql import ClauseElement, Insert
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
-from .tenancy import DEFAULT_TENANT, TENANT, inserted_columns, scoped
+from .tenancy import TENANT, inserted_columns, scoped
 
 Processor = Callable[[Any], Any]
 _REQUIRED: Any = object()
@@ -292,14 +292,20 @@ class Cursor:
         self.many_rows = many_rows
         self.returning_batches = returning_batches
         self.load = load
-        #: The tenant its statements bind (``tenancy``): the store's, set by each transaction.
-        self.tenant = DEFAULT_TENANT
+        #: The tenant its statements bind (``tenancy``): the store's, set by each transaction
+        #: (``repository.transaction.use_tenant``); none set, a tenant's statement is refused.
+        self.tenant: str | None = None
         self._later: list[tuple[Any, Compiled, Answer]] = []
 
     def _values(self, compiled: Compiled, values: Mapping[str, Any] | None) -> Mapping[str, Any]:
         if compiled.tenant_bound:
-            return {**values, TENANT: self.tenant} if values else {TENANT: self.tenant}
+            return {**values, TENANT: self._tenant()} if values else {TENANT: self._tenant()}
         return values or {}
+
+    def _tenant(self) -> str:
+        if self.tenant is None:  # a path that forgot it: never another tenant's rows
+            raise RuntimeError("a statement of a tenant's rows on a cursor given no tenant")
+        return self.tenant
 
     def later(
         self,
@@ -450,7 +456,7 @@ class Cursor:
     ) -> Sequence[Mapping[str, Any]]:
         if not compiled.tenant_bound:
             return rows
-        tenant = self.tenant
+        tenant = self._tenant()
         return [{**row, TENANT: tenant} for row in rows]
 
     def raw(self, sql: str) -> None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ..bootstrap import open_repository
 from ..engine import DEFAULT_URL, ENV_SCHEMA, ENV_URL, resolve_url, store_file
 from ..repository import AgentRepository, SqlAgentRepository
+from ..tenancy import DEFAULT_TENANT, ENV_TENANT
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.texts import CLI_CALLS
@@ -93,6 +94,12 @@ SCHEMA_HELP: Final = (
 )
 
 
+TENANT_HELP: Final = (
+    f"the tenant whose agents the command sees and changes (default: ${ENV_TENANT}, else "
+    f"'{DEFAULT_TENANT}')"
+)
+
+
 def add_url_option(parser: argparse.ArgumentParser) -> None:
     """The ``--url`` and ``--schema`` options every command that opens the store takes."""
     parser.add_argument(
@@ -101,6 +108,7 @@ def add_url_option(parser: argparse.ArgumentParser) -> None:
         help=f"database URL (default: ${ENV_URL}, else {DEFAULT_URL})",
     )
     parser.add_argument("--schema", default=None, metavar="NAME", help=SCHEMA_HELP)
+    parser.add_argument("--tenant", default=None, metavar="NAME", help=TENANT_HELP)
 
 
 #: Why a command that only reads refuses a SQLite file that does not exist.
@@ -142,7 +150,10 @@ def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
             command = "acti-store" if args.url is None else f"acti-store --url {args.url}"
             raise CommandFailed(NO_STORE.format(path=path, command=command))
     return open_repository(
-        args.url, schema=args.schema, read_only=getattr(args, "read_only", False)
+        args.url,
+        schema=args.schema,
+        read_only=getattr(args, "read_only", False),
+        tenant=getattr(args, "tenant", None),
     )
 
 
@@ -248,6 +259,13 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help=f"{SCHEMA_HELP}; a --schema after the command wins",
     )
+    parser.add_argument(
+        "--tenant",
+        dest="global_tenant",
+        default=None,
+        metavar="NAME",
+        help=f"{TENANT_HELP}; a --tenant after the command wins",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
 
 
@@ -258,6 +276,8 @@ def apply_global_options(args: argparse.Namespace) -> None:
         args.url = args.global_url
     if getattr(args, "schema", None) is None:
         args.schema = args.global_schema
+    if getattr(args, "tenant", None) is None:
+        args.tenant = args.global_tenant
 
 
 def cli_tools(repo: AgentRepository) -> BuilderTools:

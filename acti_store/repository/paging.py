@@ -26,6 +26,7 @@ from .engines.base import EngineStrategy
 from .port import SearchPage
 from .search import page_rows
 from .statements import AGENTS_PAGE, GET_ID, NAME, agent_from_row, export_page
+from .transaction import forget_tenant, use_tenant
 from .versions import read_version_log
 
 T = TypeVar("T")
@@ -61,20 +62,25 @@ def export_stream(
     engine: EngineStrategy,
     page_size: int,
     entry: Entry[T],
+    tenant: str,
 ) -> Iterator[T]:
     """Every agent with its history, by name, ``page_size`` agents per page, all pages from one
     snapshot: the read transaction the engine's ``begin_snapshot`` opens on one connection taken
     from ``connections``; ``entry`` turns each into what is yielded, reading more in that
     snapshot if it needs to. However the stream ends (exhausted, ``close()``d, the consumer
-    raising), the transaction is rolled back and the connection given back."""
+    raising), the transaction is rolled back and the connection given back. ``tenant``: the
+    store's (``transaction.use_tenant``)."""
     with translate_errors(dbapi):  # a server down or restarting: StoreUnavailableError
         connection = connections.take()
         try:
             raw_cursor = connection.cursor()
+            cursor = Cursor(raw_cursor, dialect)
+            if use_tenant(engine, connection, cursor, tenant):
+                connection.commit()  # before the snapshot's first statement
         except BaseException:
+            forget_tenant(connection)
             roll_back(connections, connection)
             raise
-    cursor = Cursor(raw_cursor, dialect)
 
     def read_page(after: str, *, first: bool) -> tuple[list[T], str]:
         """The entries of the page after ``after``, and the name of its last agent."""

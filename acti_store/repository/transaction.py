@@ -40,6 +40,27 @@ def _pipeline(driver: Any) -> Iterator[Any]:
         raise failure
 
 
+def use_tenant(engine: EngineStrategy, connection: Any, cursor: Cursor, tenant: str) -> bool:
+    """Give ``cursor`` the store's ``tenant`` (``tenancy``); on an engine that keeps it in the
+    session too (``EngineStrategy.tenant_sql``: PostgreSQL's row-level security), set it there
+    once per connection and tenant. True when a statement was sent: where the driver opened a
+    transaction for it, the caller commits it."""
+    cursor.tenant = tenant
+    statement = engine.tenant_sql(tenant)
+    if statement is None or connection.info.get(TENANT_SETTING) == tenant:
+        return False
+    connection.info[TENANT_SETTING] = tenant
+    cursor.raw(statement)
+    return True
+
+
+def forget_tenant(connection: Any) -> None:
+    """After a failure: the session's tenant is set again on the connection's next use."""
+    info = getattr(connection, "info", None)
+    if info is not None:
+        info.pop(TENANT_SETTING, None)
+
+
 def run_transaction(
     connections: Connections,
     dialect: Dialect,
@@ -87,16 +108,10 @@ def run_transaction(
     # A lock wait of the connection's own (SQLite's busy timeout): put back before it is reused.
     restore = lock_wait is not None and engine.lock_wait_per_connection
     cursor = engine.cursor(raw_cursor, dialect, connection)
-    cursor.tenant = tenant
-    session_tenant = engine.tenant_sql(tenant)
     try:
         with _pipeline(piped) if piped is not None else nullcontext() as pipeline:
             cursor.pipeline = pipeline
-            if session_tenant is not None and connection.info.get(TENANT_SETTING) != tenant:
-                # Before BEGIN: kept by the session (unless the implicit transaction it then
-                # opens rolls back: forgotten below).
-                connection.info[TENANT_SETTING] = tenant
-                cursor.raw(session_tenant)
+            use_tenant(engine, connection, cursor, tenant)  # before BEGIN: the session's
             if pipelined:
                 cursor.raw("BEGIN")
             if lock_wait is not None:  # SQLite: before its BEGIN; PostgreSQL: SET LOCAL
@@ -114,8 +129,7 @@ def run_transaction(
         if own_transaction:
             driver.autocommit = False
     except BaseException:
-        if session_tenant is not None:
-            connection.info.pop(TENANT_SETTING, None)
+        forget_tenant(connection)  # the transaction that set it may have rolled it back
         cursor.settle(failed=True)
         raw_cursor.close()  # ends a half-read statement: it would hold its snapshot
         if restore:  # its busy timeout may still be the shorter one: not reused

@@ -38,6 +38,8 @@ import sqlalchemy as sa
 from alembic import op
 
 from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
+from acti_store.errors import SchemaVersionError
+from acti_store.revisions import end_migration
 
 revision: str = "0009_tenants"
 down_revision: str | None = "0008_mariadb_search"
@@ -141,7 +143,8 @@ def _refuse_other_tenants() -> None:
         ).all()
         if found:
             names = ", ".join(sorted(row[0] for row in found))
-            raise RuntimeError(
+            end_migration(bind, refused=True)  # MariaDB: nothing changed, no repair to ask for
+            raise SchemaVersionError(
                 f"cannot downgrade below 0009_tenants: {table} holds rows of tenants other "
                 f"than '{DEFAULT}' ({names}); their agent names would collide. Export those "
                 "tenants (acti-store --tenant NAME export DIR) and delete their agents first."
@@ -195,7 +198,7 @@ def _sqlite_agents(upgrading: bool) -> tuple[str, list[str], list[str]]:
         return table_sql, columns, list(_SQLITE_OBJECTS)
     bind = op.get_bind()
     if bind.exec_driver_sql("PRAGMA foreign_keys").scalar():
-        raise RuntimeError(
+        raise SchemaVersionError(
             "0009_tenants rebuilds the agents table and must run with SQLite's foreign keys off "
             "(dropping the table would delete its histories): run `acti-store migrate` or "
             "`alembic upgrade head`, which turn them off"
@@ -225,7 +228,7 @@ def _rebuild_sqlite_agents(*, upgrading: bool) -> None:
         new_sql = table_sql.replace(_SQLITE_AFTER, _SQLITE_BEFORE)
         columns.remove("tenant")
     if new_sql == table_sql:
-        raise RuntimeError("0009_tenants: the agents table is not as revision 0008 left it")
+        raise SchemaVersionError("0009_tenants: the agents table is not as revision 0008 left it")
     listed = ", ".join(columns)
     op.execute("PRAGMA legacy_alter_table = ON")  # the children's foreign keys keep their text
     op.execute(f"CREATE TABLE rebuilt_agents {new_sql[new_sql.index('(') :]}")
@@ -238,6 +241,6 @@ def _rebuild_sqlite_agents(*, upgrading: bool) -> None:
     if not op.get_context().as_sql:
         broken = op.get_bind().exec_driver_sql("PRAGMA foreign_key_check").all()
         if broken:
-            raise RuntimeError(
+            raise SchemaVersionError(
                 f"0009_tenants: the rebuilt agents table breaks foreign keys: {broken}"
             )

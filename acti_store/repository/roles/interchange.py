@@ -39,6 +39,7 @@ class Interchange(Role):
             self._core.kind,
             size,
             entry,
+            self._core.tenant,
         )
 
     def bulk_put(
