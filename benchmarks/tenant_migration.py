@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import psycopg
@@ -170,9 +171,9 @@ def timed_with_clients(conninfo: str, label: str, work: Callable[[], object]) ->
     sampler.stop.set()
     for thread in threads:
         thread.join()
-    for each in (*clients, sampler):
-        if each.error is not None:
-            raise RuntimeError(f"{label}: a client failed") from each.error
+    for error in [c.error for c in clients] + [sampler.error]:
+        if error is not None:
+            raise RuntimeError(f"{label}: a client failed") from error
     lines = [f"{label}: {end - start:.2f} s"]
     for client in clients:
         longest, count = client.longest(start, end)
@@ -241,9 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         print(lines[-1], flush=True)
         steps = (("upgrade to 0009_tenants", "head"), (f"downgrade to {BEFORE}", BEFORE))
         for label, target in steps:
-            block = timed_with_clients(
-                conninfo, label, lambda target=target: upgrade_schema(engine, target)
-            )
+            block = timed_with_clients(conninfo, label, partial(upgrade_schema, engine, target))
             print("\n".join(block), flush=True)
             lines += block
     finally:

@@ -34,7 +34,7 @@ SCHEMA = "acti"
 def roles_sql() -> str:
     """The page's block of SQL that makes the two roles."""
     text = PAGE.read_text(encoding="utf-8")
-    blocks = re.findall(r"^```text\n(.*?)^```$", text, re.M | re.S)
+    blocks: list[str] = re.findall(r"^```text\n(.*?)^```$", text, re.M | re.S)
     found = [block for block in blocks if "CREATE ROLE" in block]
     assert len(found) == 1, "docs/tenants.md: one ```text block creates the roles"
     return found[0]
