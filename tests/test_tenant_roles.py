@@ -1,0 +1,146 @@
+"""The PostgreSQL roles of docs/tenants.md work as the page says: its SQL, run as written (the
+role names made unique), gives an owner role that migrates the store and an app role that runs
+it, and row-level security keeps the app role's sessions to one tenant.
+
+Runs in a database of its own, with roles of its own, both dropped at the end; skipped without
+``ACTI_STORE_TEST_POSTGRES_URL``.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
+from fresh_database import fresh_postgres_database
+
+from acti_store import AgentNotFoundError, open_repository
+
+pytestmark = [
+    pytest.mark.postgresql,
+    pytest.mark.skipif(not POSTGRES_URL, reason=SKIP_POSTGRES),
+]
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "tenants.md"
+SCHEMA = "acti"
+
+
+def roles_sql() -> str:
+    """The page's block of SQL that makes the two roles."""
+    text = PAGE.read_text(encoding="utf-8")
+    blocks: list[str] = re.findall(r"^```text\n(.*?)^```$", text, re.M | re.S)
+    found = [block for block in blocks if "CREATE ROLE" in block]
+    assert len(found) == 1, "docs/tenants.md: one ```text block creates the roles"
+    return found[0]
+
+
+def statements(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";") if s.strip()]
+
+
+def with_user(url: str, user: str) -> str:
+    return sa.make_url(url).set(username=user, password="secret").render_as_string(False)
+
+
+@pytest.fixture
+def roles() -> Iterator[tuple[str, str, str]]:
+    """A fresh database with the page's roles in it: (database URL, owner role, app role)."""
+    suffix = uuid.uuid4().hex[:10]
+    owner, app = f"acti_owner_{suffix}", f"acti_app_{suffix}"
+    sql = re.sub(r"\bacti_owner\b", owner, re.sub(r"\bacti_app\b", app, roles_sql()))
+    assert POSTGRES_URL is not None
+    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with fresh_postgres_database() as url:
+            engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+            try:
+                with engine.connect() as conn:
+                    for statement in statements(sql):
+                        conn.execute(sa.text(statement))
+            finally:
+                engine.dispose()
+            yield url, owner, app
+    finally:
+        with admin.connect() as conn:  # the database (its grants with it) is gone: the roles go
+            for role in (app, owner):
+                conn.execute(sa.text(f'DROP ROLE IF EXISTS "{role}"'))
+        admin.dispose()
+
+
+def rows(url: str, sql: str, setting: str | None = None) -> list[tuple[object, ...]]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            if setting is not None:
+                conn.execute(sa.text("SELECT set_config('acti.tenant', :t, false)"), {"t": setting})
+            return [tuple(row) for row in conn.execute(sa.text(sql))]
+    finally:
+        engine.dispose()
+
+
+def test_owner_migrates_and_app_role_is_held_to_its_tenant(roles: tuple[str, str, str]) -> None:
+    url, owner, app = roles
+    owner_url, app_url = with_user(url, owner), with_user(url, app)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "acti_store", "--schema", SCHEMA, "migrate", "--url", owner_url],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "now at 0009_tenants" in done.stdout
+
+    attributes = rows(
+        url, f"SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = '{app}'"
+    )
+    assert attributes == [(False, False, True)]
+
+    for tenant in ("acme", "globex"):
+        with open_repository(app_url, schema=SCHEMA, tenant=tenant) as repo:
+            repo.create(make_config("support_bot", description=f"Answers {tenant}'s customers"))
+            repo.create(make_config(f"{tenant}_only"))
+    with open_repository(app_url, schema=SCHEMA, tenant="acme") as repo:
+        assert repo.list_names() == ["acme_only", "support_bot"]
+        assert repo.get("support_bot").description == "Answers acme's customers"
+        with pytest.raises(AgentNotFoundError):
+            repo.get("globex_only")
+        assert repo.tenants() == {"acme": 2, "default": 0, "globex": 2}
+
+    agents = f"SELECT name, tenant FROM {SCHEMA}.agents ORDER BY name"
+    assert rows(app_url, agents) == []  # no acti.tenant: no row
+    assert rows(app_url, agents, "acme") == [("acme_only", "acme"), ("support_bot", "acme")]
+    assert rows(app_url, f"SELECT count(*) FROM {SCHEMA}.executions") == [(0,)]
+    assert rows(owner_url, agents) == []  # forced: the owner is bound too
+    assert len(rows(url, agents)) == 4  # the superuser is not
+
+    with pytest.raises(sa.exc.ProgrammingError, match="row-level security"):
+        rows(
+            app_url,
+            f"INSERT INTO {SCHEMA}.agent_tags (agent_id, tag, tenant) "
+            f"SELECT id, 'x', 'globex' FROM {SCHEMA}.agents",
+            "acme",
+        )
+    with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+        rows(app_url, f"CREATE TABLE {SCHEMA}.not_yours (id integer)")
+
+    # A table a later migration creates (as the owner) is granted to the app role by default.
+    engine = sa.create_engine(owner_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"CREATE TABLE {SCHEMA}.later (id serial PRIMARY KEY)"))
+    finally:
+        engine.dispose()
+    engine = sa.create_engine(app_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"INSERT INTO {SCHEMA}.later DEFAULT VALUES"))
+            assert conn.execute(sa.text(f"SELECT count(*) FROM {SCHEMA}.later")).scalar() == 1
+    finally:
+        engine.dispose()
