@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from sqlalchemy.engine import URL
@@ -16,7 +17,7 @@ from .errors import ArgumentTypeError
 from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository, store_options
 from .revisions import check_schema, upgrade_schema
-from .tenancy import resolve_tenant
+from .tenancy import DEFAULT_TENANT, resolve_tenant
 from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of
 
 #: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
@@ -54,7 +55,8 @@ def open_repository(
     ``clock`` (a callable returning an aware UTC datetime) sets every timestamp the store
     writes; tests pass a fixed one. Unless a ``mirror`` is given, ``export_dir`` (else
     ``ACTI_STORE_EXPORT_DIR``; ``""`` for none) names a directory whose JSON files are
-    rewritten after each committed write. ``lock_timeout`` (seconds) is how long one call may
+    rewritten after each committed write (a tenant's other than the default one: its subfolder
+    named after the tenant). ``lock_timeout`` (seconds) is how long one call may
     wait in all for a lock another writer holds, retries included; then it fails with a
     ``StoreUnavailableError`` saying so. ``keep_versions`` (None: keep every configuration
     version) prunes each agent's snapshots on every write to that many besides the current and
@@ -93,8 +95,8 @@ def open_repository(
         folder_path(export_dir, "export_dir")
     if mirror is None and not read_only:
         directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
-        if directory:
-            mirror = JsonMirror(directory)
+        if directory:  # another tenant's in its subfolder: a name's file is its tenant's
+            mirror = JsonMirror(directory if tenant == DEFAULT_TENANT else Path(directory) / tenant)
     engine = make_engine(
         url,
         schema=schema,

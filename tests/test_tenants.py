@@ -178,8 +178,10 @@ def test_the_json_mirror_and_the_tools_serve_their_tenant(
     try:
         repo.create(make_config(NAME, description="Qualifies leads of default customers"))
         mirrored.create(make_config(NAME, description="Qualifies leads of acme customers"))
-        on_disk = json.loads((tmp_path / "mirror" / "lead_qualifier.json").read_text())
+        # The tenant's own subfolder: a shared ACTI_STORE_EXPORT_DIR never mixes tenants' files.
+        on_disk = json.loads((tmp_path / "mirror" / "acme" / "lead_qualifier.json").read_text())
         assert on_disk["description"] == "Qualifies leads of acme customers"
+        assert not (tmp_path / "mirror" / "lead_qualifier.json").exists()
 
         tools = {t.name: t for t in make_builder_tools(mirrored)}
         text = tools["get_agent_config"].invoke({"name": NAME})
