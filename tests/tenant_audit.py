@@ -148,9 +148,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     statements, found = findings
     if not found:
-        terminalreporter.write_line(
-            f"tenant audit: {statements} distinct statements checked, each carries the tenant"
-        )
+        if statements:
+            terminalreporter.write_line(
+                f"tenant audit: {statements} distinct statements checked, each carries the tenant"
+            )
         return
     terminalreporter.section("tenant audit: statements without the tenant", red=True)
     for sql, problems in found.items():

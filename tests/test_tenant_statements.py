@@ -303,14 +303,16 @@ def test_sends_it():
 """
 
 
-@pytest.mark.parametrize("workers", [None, 2], ids=["plain", "xdist"])
-@pytest.mark.parametrize("tenant", ["", " AND agents.tenant = :tenant"], ids=["forgets", "carries"])
+@pytest.mark.parametrize(
+    ("tenant", "workers"),
+    [("", None), ("", 2), (" AND agents.tenant = :tenant", 2)],
+    ids=["forgets", "forgets-xdist", "carries-xdist"],
+)
 def test_the_session_audit_fails_a_run_that_sends_one(
     tmp_path: Path, tenant: str, workers: int | None
 ) -> None:
     """A session whose test sends a statement without the tenant fails (exit status 1), with
-    the statement printed; with the tenant it passes. Under xdist too, the statement sent by a
-    worker."""
+    the statement printed, under xdist too (a worker sent it); with the tenant it passes."""
     (tmp_path / "test_inner.py").write_text(_SESSION.replace("{tenant}", tenant))
     (tmp_path / "test_other.py").write_text("def test_nothing():\n    pass\n")
     here = Path(__file__).parent
