@@ -30,6 +30,9 @@ from acti_store import AgentConfig, AgentRepository, SqlAgentRepository, open_re
 
 T = TypeVar("T")
 
+#: Every statement the repository sends carries the tenant, checked at the end (issue 28).
+pytest_plugins = ["tenant_audit"]
+
 POSTGRES_ENV = "ACTI_STORE_TEST_POSTGRES_URL"
 POSTGRES_URL = os.environ.get(POSTGRES_ENV)
 SKIP_POSTGRES = f"{POSTGRES_ENV} is not set: the PostgreSQL lane is skipped"
