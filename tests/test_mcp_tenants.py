@@ -243,7 +243,8 @@ async def test_only_the_file_s_tokens_get_in_and_a_session_keeps_to_its_tenant(
         assert response.status_code == 401
         assert all(token not in response.text for token in GRANTS)
     assert init.status_code == 200
-    assert stolen.status_code == 404  # the SDK's answer to a session it does not know
+    # The SDK's answer to a session it does not know: 404 (older releases: 400); never served.
+    assert stolen.status_code in (400, 404)
 
 
 @pytest.mark.slow
