@@ -73,7 +73,8 @@ def resolve_tenant(tenant: str | None) -> str:
     return check_tenant(tenant)
 
 
-def _tenant_param() -> BindParameter[str]:
+def tenant_param() -> BindParameter[str]:
+    """The ``tenant`` parameter (also for the few statements that write it from a SELECT)."""
     return bindparam(TENANT, type_=String(NAME_MAX_LENGTH))
 
 
@@ -95,7 +96,7 @@ def _tenant_froms(from_: FromClause) -> Iterator[FromClause]:
 
 def _scope_select(select: Select[Any]) -> None:
     criteria = tuple(
-        from_.c[TENANT] == _tenant_param()
+        from_.c[TENANT] == tenant_param()
         for top in select.get_final_froms()
         for from_ in _tenant_froms(top)
     )
@@ -106,7 +107,7 @@ def _scope_join(join: Join) -> None:
     """An outer join: its optional side's tenant condition joins its ON clause (in the WHERE
     clause it would drop the rows the join keeps without a match)."""
     if join.isouter:
-        optional = tuple(from_.c[TENANT] == _tenant_param() for from_ in _tenant_froms(join.right))
+        optional = tuple(from_.c[TENANT] == tenant_param() for from_ in _tenant_froms(join.right))
         if optional and join.onclause is not None:
             join.onclause = and_(join.onclause, *optional)
 
@@ -114,7 +115,7 @@ def _scope_join(join: Join) -> None:
 def _scope_dml(statement: Update | Delete) -> None:
     table = statement.table
     if isinstance(table, Table) and table.name in TENANT_TABLES:
-        statement._where_criteria += (table.c[TENANT] == _tenant_param(),)
+        statement._where_criteria += (table.c[TENANT] == tenant_param(),)
 
 
 def _check_insert(statement: Insert) -> None:
@@ -165,8 +166,3 @@ def inserted_columns(statement: ClauseElement, columns: tuple[str, ...]) -> tupl
     ):
         return (*columns, TENANT)
     return columns
-
-
-def tenant_param() -> Any:
-    """The ``tenant`` parameter, for the few statements that write it from a SELECT."""
-    return _tenant_param()

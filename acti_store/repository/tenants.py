@@ -25,6 +25,7 @@ _REGISTER: Final = Prepared(
     )
 )
 _NAMES: Final = Prepared(select(tenants.c.name))
+_REGISTERED: Final = Prepared(select(tenants.c.name).where(tenants.c.name == _NAME))
 #: The agents of the store's tenant (``tenancy.scoped`` adds the condition).
 _COUNT: Final = Prepared(select(func.count()).select_from(agents))
 
@@ -33,6 +34,8 @@ def register_tenant(core: StoreCore) -> None:
     """Register the store's tenant (the default tenant is always listed: not registered)."""
     if core.tenant == DEFAULT_TENANT or core.read_only:
         return
+    if core.read(lambda cursor: cursor.first(_REGISTERED, {"name": core.tenant})) is not None:
+        return  # every open after the first: a read, no write transaction
     values = {"name": core.tenant, "at": core.now()}
     with suppress(AgentExistsError):  # registered meanwhile by another process: as wanted
         core.write(lambda cursor: cursor.execute(_REGISTER, values), name=core.tenant)

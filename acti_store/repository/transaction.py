@@ -10,7 +10,7 @@ from sqlalchemy.engine import Dialect
 
 from ..connections import Connections, roll_back
 from ..sqlexec import Cursor
-from ..tenancy import DEFAULT_TENANT, TENANT_SETTING
+from ..tenancy import TENANT_SETTING
 from .engines.base import EngineStrategy
 
 T = TypeVar("T")
@@ -72,7 +72,7 @@ def run_transaction(
     lock_timeout: float,
     autocommit: bool,
     pipelined: bool = True,
-    tenant: str = DEFAULT_TENANT,
+    tenant: str,
 ) -> T:
     """Run ``work`` on a connection of ``connections``, committed if it returns, else rolled
     back; the connection is given back either way (or discarded, if it cannot be reused).
