@@ -43,7 +43,7 @@ from alembic import op
 
 from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
 from acti_store.errors import SchemaVersionError
-from acti_store.revisions import end_migration
+from acti_store.migrations.guards import refuse_other_tenants
 
 revision: str = "0009_tenants"
 down_revision: str | None = "0008_mariadb_search"
@@ -127,7 +127,7 @@ def downgrade() -> None:
             op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
             op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
     if not op.get_context().as_sql:
-        _refuse_other_tenants()
+        refuse_other_tenants(TABLES)
     op.drop_table("agent_tenants")
     if dialect == "sqlite":
         _rebuild_sqlite_agents(upgrading=False)
@@ -163,23 +163,6 @@ def _mariadb_indexes(*, tenant: bool) -> list[str]:
         for c in MARIADB_SORTED
     ]
     return clauses
-
-
-def _refuse_other_tenants() -> None:
-    bind = op.get_bind()
-    for table in TABLES:
-        found = bind.execute(
-            sa.text(f"SELECT DISTINCT tenant FROM {table} WHERE tenant <> :default"),
-            {"default": DEFAULT},
-        ).all()
-        if found:
-            names = ", ".join(sorted(row[0] for row in found))
-            end_migration(bind, refused=True)  # MariaDB: nothing changed, no repair to ask for
-            raise SchemaVersionError(
-                f"cannot downgrade below 0009_tenants: {table} holds rows of tenants other "
-                f"than '{DEFAULT}' ({names}); their agent names would collide. Export those "
-                "tenants (acti-store --tenant NAME export DIR) and delete their agents first."
-            )
 
 
 #: SQLite: ``agents`` as revisions 0002 and 0004 left it, for SQL printed without a database

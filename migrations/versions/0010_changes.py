@@ -8,7 +8,9 @@ keeps named consumers' positions (``acti-store relay``). Changes made before thi
 not in the feed: it starts empty. All three are tenant tables: on PostgreSQL row-level security
 binds them as it does the others (revision 0009).
 
-Downgrade: the three tables are dropped (with the feed and the positions they hold).
+Downgrade: the three tables are dropped (with the feed and the positions they hold). On
+MariaDB a downgrade below 0009 is refused here already while other tenants hold rows (its DDL
+cannot be rolled back, and 0009 refuses it).
 
 Revision ID: 0010_changes
 Revises: 0009_tenants
@@ -22,7 +24,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from acti_store.column_types import TABLE_OPTIONS, TIMESTAMP
+from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
+from acti_store.migrations.guards import refuse_other_tenants
 
 revision: str = "0010_changes"
 down_revision: str | None = "0009_tenants"
@@ -82,5 +85,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    context = op.get_context()
+    target = context.environment_context.get_revision_argument()
+    below_tenants = target not in ("0009_tenants", "-1")
+    if context.dialect.name in MYSQL_DIALECTS and below_tenants and not context.as_sql:
+        # Refused while other tenants hold rows (0009 refuses it): MariaDB's DDL cannot be
+        # rolled back, so before this revision drops anything.
+        refuse_other_tenants()
     for table in reversed(TABLES):
         op.drop_table(table)
