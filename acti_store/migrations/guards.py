@@ -1,5 +1,6 @@
-"""Checks a revision runs before it changes anything, shared by the revisions that need them
-(``migrations/versions``): each names the tables as its revision knew them."""
+"""What several revisions of ``migrations/versions`` do alike: a check a revision runs before it
+changes anything, and PostgreSQL's row-level security on tenant tables. Each revision names the
+tables as it knew them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,21 @@ TENANT_TABLES_0009: Final = (
     "agent_version_stats",
 )
 DEFAULT_TENANT: Final = "default"
+#: Row-level security's policy on each tenant table, and the session setting it compares.
+POLICY: Final = "tenant_isolation"
+SETTING: Final = "current_setting('acti.tenant', true)"
+
+
+def isolate_tenants(tables: Sequence[str]) -> None:
+    """PostgreSQL: row-level security on ``tables``, forced (it binds their owner too): a
+    session sees and writes only the rows of its ``acti.tenant``."""
+    for table in tables:
+        op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+        op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+        op.execute(
+            f"CREATE POLICY {POLICY} ON {table} "
+            f"USING (tenant = {SETTING}) WITH CHECK (tenant = {SETTING})"
+        )
 
 
 def refuse_other_tenants(tables: Sequence[str] = TENANT_TABLES_0009) -> None:

@@ -33,14 +33,20 @@ APPEND_BATCH: Final = 1_000
 _counters, _changes = change_counters.c, changes.c
 
 
-def count_changes(insert_of: Callable[[Any], Any]) -> Any:
-    """The tenant's counter moved by ``count`` changes, its first inserting the row: the upsert
-    (``INSERT ... ON CONFLICT DO UPDATE``) of the engines that have one, built by the engine's
-    ``insert_of`` (its dialect's ``insert``)."""
-    counted = insert_of(change_counters).from_select(
+def counter_moved(insert_of: Callable[[Any], Any]) -> Any:
+    """The insert of a tenant's counter row at ``count`` (parameter), on the engine's
+    ``insert_of`` (its dialect's ``insert``): an engine's upsert of it moves the row that is
+    there (``count_changes``, ``engines.mysql``)."""
+    return insert_of(change_counters).from_select(
         ["last_seq", "pruned_through", TENANT],
         select(bindparam("count", type_=Integer()), literal(0), tenant_param()),
     )
+
+
+def count_changes(insert_of: Callable[[Any], Any]) -> Any:
+    """The tenant's counter moved by ``count`` changes, its first inserting the row: the upsert
+    (``INSERT ... ON CONFLICT DO UPDATE``) of the engines that have one."""
+    counted = counter_moved(insert_of)
     return counted.on_conflict_do_update(
         index_elements=[_counters.tenant],
         set_={"last_seq": _counters.last_seq + counted.excluded.last_seq},
@@ -105,10 +111,10 @@ CHECKPOINT: Final = Prepared(
 )
 
 
-def save_checkpoint(insert_of: Callable[[Any], Any]) -> Any:
-    """A named consumer's position stored (parameters ``name``, ``seq``, ``saved_at``): the
-    upsert of the engines with ``ON CONFLICT``."""
-    saved = insert_of(checkpoints).from_select(
+def checkpoint_saved(insert_of: Callable[[Any], Any]) -> Any:
+    """The insert of a named consumer's position (parameters ``name``, ``seq``, ``saved_at``),
+    on the engine's ``insert_of``: an engine's upsert of it replaces the one there."""
+    return insert_of(checkpoints).from_select(
         ["name", "seq", "saved_at", TENANT],
         select(
             bindparam("name", type_=String()),
@@ -117,6 +123,11 @@ def save_checkpoint(insert_of: Callable[[Any], Any]) -> Any:
             tenant_param(),
         ),
     )
+
+
+def save_checkpoint(insert_of: Callable[[Any], Any]) -> Any:
+    """A named consumer's position stored: the upsert of the engines with ``ON CONFLICT``."""
+    saved = checkpoint_saved(insert_of)
     return saved.on_conflict_do_update(
         index_elements=[checkpoints.c.tenant, checkpoints.c.name],
         set_={"seq": saved.excluded.seq, "saved_at": saved.excluded.saved_at},

@@ -43,7 +43,12 @@ from alembic import op
 
 from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
 from acti_store.errors import SchemaVersionError
-from acti_store.migrations.guards import refuse_other_tenants
+from acti_store.migrations.guards import (
+    POLICY,
+    TENANT_TABLES_0009,
+    isolate_tenants,
+    refuse_other_tenants,
+)
 
 revision: str = "0009_tenants"
 down_revision: str | None = "0008_mariadb_search"
@@ -51,24 +56,13 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 #: The tables of a tenant's data, as of this revision.
-TABLES = (
-    "agents",
-    "agent_tags",
-    "executions",
-    "agent_versions",
-    "agent_versions_archive",
-    "agent_labels",
-    "agent_label_moves",
-    "agent_version_stats",
-)
+TABLES = TENANT_TABLES_0009
 DEFAULT = "default"
 #: The agents' columns indexed alone before this revision, after the tenant from it.
 INDEXED = ("stratum", "tools_mask", "created_at", "updated_at", "execution_count")
 #: MariaDB's sort indexes (0008), ``(column DESC, name)``, after the tenant from this revision.
 MARIADB_SORTED = ("created_at", "updated_at", "execution_count")
 _COLUMN = f"tenant VARCHAR(64) DEFAULT '{DEFAULT}' NOT NULL"
-_POLICY = "tenant_isolation"
-_SETTING = "current_setting('acti.tenant', true)"
 _KEY = "CONSTRAINT pk_agents PRIMARY KEY (id), \n\t"
 #: The end of ``agents``' definition on SQLite, before and after (revision 0002 wrote it).
 _SQLITE_BEFORE = _KEY + "CONSTRAINT uq_agents_name UNIQUE (name)"
@@ -110,20 +104,14 @@ def upgrade() -> None:
         **TABLE_OPTIONS,
     )
     if dialect == "postgresql":
-        for table in TABLES:
-            op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-            op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-            op.execute(
-                f"CREATE POLICY {_POLICY} ON {table} "
-                f"USING (tenant = {_SETTING}) WITH CHECK (tenant = {_SETTING})"
-            )
+        isolate_tenants(TABLES)
 
 
 def downgrade() -> None:
     dialect = _dialect()
     if dialect == "postgresql":  # first: the owner itself sees no row under forced security
         for table in TABLES:
-            op.execute(f"DROP POLICY IF EXISTS {_POLICY} ON {table}")
+            op.execute(f"DROP POLICY IF EXISTS {POLICY} ON {table}")
             op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
             op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
     if not op.get_context().as_sql:

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
-from acti_store.migrations.guards import refuse_other_tenants
+from acti_store.migrations.guards import isolate_tenants, refuse_other_tenants
 
 revision: str = "0010_changes"
 down_revision: str | None = "0009_tenants"
@@ -35,8 +35,6 @@ depends_on: str | Sequence[str] | None = None
 #: 64-bit on PostgreSQL and MariaDB, SQLite's INTEGER (already 64-bit) there: ``schema.Counter``.
 _COUNTER = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 TABLES = ("agent_changes", "agent_change_counters", "agent_change_checkpoints")
-_POLICY = "tenant_isolation"
-_SETTING = "current_setting('acti.tenant', true)"
 
 
 def _tenant() -> sa.Column[str]:
@@ -75,13 +73,7 @@ def upgrade() -> None:
         **TABLE_OPTIONS,
     )
     if op.get_context().dialect.name == "postgresql":
-        for table in TABLES:
-            op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-            op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-            op.execute(
-                f"CREATE POLICY {_POLICY} ON {table} "
-                f"USING (tenant = {_SETTING}) WITH CHECK (tenant = {_SETTING})"
-            )
+        isolate_tenants(TABLES)
 
 
 def downgrade() -> None:
