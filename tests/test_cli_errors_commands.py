@@ -105,6 +105,9 @@ def test_every_command_answers_a_bad_url_with_one_error_line(tmp_path: Path) -> 
         "labels": ["lead_qualifier"],
         "serve-mcp": [],
         "tenants": [],
+        "changes": ["--follow"],
+        # A secret that is set (any variable will do): what fails is the URL.
+        "relay": ["--webhook", "http://127.0.0.1:9/", "--secret-env", "PATH", "--name", "relay"],
     }
     assert sorted(commands) == sorted(_commands())  # a new command gets a case here
     runs = [[command, *args, "--url", BAD_URL] for command, args in commands.items()]
