@@ -13,14 +13,17 @@ import argparse
 import contextlib
 import json
 import signal
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from types import FrameType
 from typing import Any, Final, get_args
 
 from ..changes import Change, ChangeKind
 from ..repository import AgentRepository
 from ..tools.render import record_time
-from .options import add_store_options, open_from_args
+from .options import Command, add_store_options, open_from_args
+
+Feed = Generator[Change, None, None]
+"""The changes ``read_feed`` yields, as they are read."""
 
 #: How many changes one read of the feed asks for.
 PAGE_SIZE: Final = 100
@@ -42,7 +45,7 @@ def change_body(change: Change) -> bytes:
     return json.dumps(change.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def read_feed(repo: AgentRepository, after: int | None, *, follow: bool) -> Iterator[Change]:
+def read_feed(repo: AgentRepository, after: int | None, *, follow: bool) -> Feed:
     """The changes after seq ``after`` (``None``: from the oldest kept), oldest first, read a
     page at a time; with ``follow``, then each change as it commits, without end.
 
@@ -77,27 +80,44 @@ def interruptible() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def close_quietly(repo: AgentRepository) -> None:
-    """Close ``repo`` after an interruption that may have come in the middle of a statement."""
+def close_quietly(repo: AgentRepository, feed: Feed | None) -> None:
+    """Close the ``feed`` read from ``repo``, then ``repo``, after an interruption that may have
+    come in the middle of a statement: the feed's own clean-up runs now, not when it is
+    collected (after the store is closed, where it could only fail)."""
+    if feed is not None:
+        with contextlib.suppress(Exception):
+            feed.close()
     with contextlib.suppress(Exception):
         repo.close()
 
 
-def _cmd_changes(args: argparse.Namespace) -> int:
+def until_stopped(command: Command) -> Command:
+    """``command`` run until it returns, or until Ctrl-C or SIGTERM end it with status 0."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            with interruptible():
+                return command(args)
+        except KeyboardInterrupt:
+            return 0
+
+    return run
+
+
+def _print_changes(args: argparse.Namespace) -> int:
     repo = open_from_args(args)
+    feed = read_feed(repo, args.after, follow=args.follow)
     try:
-        with interruptible() if args.follow else contextlib.nullcontext():
-            for change in read_feed(repo, args.after, follow=args.follow):
-                print(
-                    change_body(change).decode() if args.json else change_line(change), flush=True
-                )
-    except KeyboardInterrupt:
-        if not args.follow:
-            raise  # a listing cut short: main's "interrupted", status 130
-        return 0
+        for change in feed:
+            print(change_body(change).decode() if args.json else change_line(change), flush=True)
     finally:
-        close_quietly(repo)
+        close_quietly(repo, feed)
     return 0
+
+
+def _cmd_changes(args: argparse.Namespace) -> int:
+    # A listing cut short by Ctrl-C is main's "interrupted" (130); a follower's end is status 0.
+    return until_stopped(_print_changes)(args) if args.follow else _print_changes(args)
 
 
 def seq_number(text: str) -> int:

@@ -33,7 +33,14 @@ from ..changes import Change
 from ..errors import StoreUnavailableError
 from ..models import NAME_RULE, is_valid_name
 from ..repository import AgentRepository
-from .feed import change_body, change_line, close_quietly, interruptible, read_feed, seq_number
+from .feed import (
+    change_body,
+    change_line,
+    close_quietly,
+    read_feed,
+    seq_number,
+    until_stopped,
+)
 from .options import CommandFailed, add_url_option, open_from_args, package_version
 
 SIGNATURE_HEADER: Final = "X-Acti-Signature"
@@ -56,10 +63,10 @@ REFUSED: Final = (
     "the webhook refused change {seq} with HTTP {status} {reason}: nothing after it was "
     "delivered (fix the receiver, then start the relay again: it resumes at change {seq})"
 )
-RETRYING: Final = "warning: change {seq} not delivered ({problem}); trying again in {pause:.1f} s"
+RETRYING: Final = "warning: change {seq} not delivered ({problem}); trying again in {pause:.2f} s"
 STORE_RETRYING: Final = (
     "warning: change {seq} was delivered, but its position could not be saved ({problem}); "
-    "trying again in {pause:.1f} s"
+    "trying again in {pause:.2f} s"
 )
 
 
@@ -201,21 +208,20 @@ def _secret(name: str) -> bytes:
     return value.encode()
 
 
-def _cmd_relay(args: argparse.Namespace) -> int:
+def _relay(args: argparse.Namespace) -> int:
     webhook = Webhook(args.webhook, _secret(args.secret_env))  # refused before the store opens
     repo = open_from_args(args)
+    feed = None
+    backoff = Backoff()
     try:
-        with interruptible():
-            start = args.after if args.after is not None else repo.checkpoint(args.name)
-            backoff = Backoff()
-            for change in read_feed(repo, start, follow=True):
-                deliver(webhook, change, backoff)
-                save_position(repo, args.name, change.seq, backoff)
-                print(change_line(change), flush=True)
-    except KeyboardInterrupt:
-        return 0
+        start = args.after if args.after is not None else repo.checkpoint(args.name)
+        feed = read_feed(repo, start, follow=True)
+        for change in feed:
+            deliver(webhook, change, backoff)
+            save_position(repo, args.name, change.seq, backoff)
+            print(change_line(change), flush=True)
     finally:
-        close_quietly(repo)
+        close_quietly(repo, feed)
     return 0  # pragma: no cover - the feed is followed without end
 
 
@@ -273,4 +279,4 @@ def register(subparsers: Any) -> None:
         "change kept)",
     )
     add_url_option(relay)
-    relay.set_defaults(func=_cmd_relay)
+    relay.set_defaults(func=until_stopped(_relay))
