@@ -15,9 +15,9 @@ import json
 import signal
 from collections.abc import Generator, Iterator
 from types import FrameType
-from typing import Any, Final, get_args
+from typing import Any, Final
 
-from ..changes import Change, ChangeKind
+from ..changes import CHANGE_KINDS, CHANGES_LIMIT_DEFAULT, Change
 from ..repository import AgentRepository
 from ..tools.render import record_time
 from .options import Command, add_store_options, open_from_args
@@ -25,10 +25,8 @@ from .options import Command, add_store_options, open_from_args
 Feed = Generator[Change, None, None]
 """The changes ``read_feed`` yields, as they are read."""
 
-#: How many changes one read of the feed asks for.
-PAGE_SIZE: Final = 100
 #: Kinds are padded to the longest, so that the agent names of a listing line up.
-_KIND_WIDTH: Final = max(len(kind) for kind in get_args(ChangeKind))
+_KIND_WIDTH: Final = max(len(kind) for kind in CHANGE_KINDS)
 
 
 def change_line(change: Change) -> str:
@@ -56,7 +54,7 @@ def read_feed(repo: AgentRepository, after: int | None, *, follow: bool) -> Feed
     newest = repo.last_change() if follow and after is None else 0
     last = after
     while True:
-        page = repo.changes(after=last, limit=PAGE_SIZE)
+        page = repo.changes(after=last, limit=CHANGES_LIMIT_DEFAULT)
         yield from page
         if not page:
             break
