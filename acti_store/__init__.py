@@ -5,11 +5,13 @@ SQL tables (SQLite by default, PostgreSQL for shared stores), behind one reposit
 """
 
 from .bootstrap import open_repository
+from .changes import Change
 from .errors import (
     AgentExistsError,
     AgentNotFoundError,
     AgentStoreError,
     ArgumentTypeError,
+    ChangesExpiredError,
     ExportError,
     IncompleteExportError,
     InvalidAgentError,
@@ -56,6 +58,8 @@ __all__ = [
     "AgentUpdate",
     "AgentVersion",
     "ArgumentTypeError",
+    "Change",
+    "ChangesExpiredError",
     "ConfigDiff",
     "ExecutionHistory",
     "ExecutionRecord",
