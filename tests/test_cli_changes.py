@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from datetime import timedelta
-from typing import IO
+from typing import IO, Any
 
 import pytest
 from conftest import make_config
@@ -181,20 +181,30 @@ def test_follow_prints_a_change_another_process_makes(store: str, stop: signal.S
     try:
         assert process.stdout is not None and process.stderr is not None
         lines, reader = _lines(process.stdout)
-        backlog = [json.loads(lines.get(timeout=60)) for _ in changes]
+        errors = process.stderr
+
+        def next_line(timeout: float) -> Any:
+            try:
+                return json.loads(lines.get(timeout=timeout))
+            except queue.Empty:
+                process.kill()
+                process.wait()
+                pytest.fail(f"no line in {timeout} s; stderr: {errors.read()}")
+
+        backlog = [next_line(60) for _ in changes]
         assert [line["seq"] for line in backlog] == [c.seq for c in changes]
         with open_repository(store) as repo:  # this test's process, not the follower's
             repo.update("lead_qualifier", {"description": "Qualifies leads, third take"})
             made = time.monotonic()
             new = repo.changes(after=changes[-1].seq)
-        line = json.loads(lines.get(timeout=10))
+        line = next_line(10)
         waited = time.monotonic() - made
         assert [line] == [json.loads(json.dumps(c.to_json())) for c in new]
         assert (line["kind"], line["agent"], line["version"]) == ("updated", "lead_qualifier", 3)
         assert waited < 3, f"the follower took {waited:.1f} s to print the change"
         process.send_signal(stop)
         process.wait(timeout=30)
-        stderr = process.stderr.read()
+        stderr = errors.read()
         reader.join(timeout=30)
     finally:
         if process.poll() is None:

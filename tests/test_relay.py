@@ -121,9 +121,17 @@ def start_relay(url: str, webhook: str, folder: Path, run: int) -> subprocess.Po
     )
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 90) -> None:
+def wait_for(
+    condition: Callable[[], bool],
+    what: str,
+    relay: subprocess.Popen[bytes],
+    stderr: Path,
+    timeout: float = 90,
+) -> None:
+    """Wait until ``condition`` holds, failing with the relay's stderr if the relay ends first."""
     deadline = time.monotonic() + timeout
     while not condition():
+        assert relay.poll() is None, f"the relay ended ({relay.returncode}): {stderr.read_text()}"
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
 
@@ -164,7 +172,9 @@ def test_every_change_arrives_in_order_across_a_kill(store_url: str, tmp_path: P
     with serve(receiver) as url:
         first = start_relay(store_url, url, tmp_path, 1)
         try:
-            wait_for(lambda: len(receiver.delivered()) >= 8, "8 deliveries")
+            wait_for(
+                lambda: len(receiver.delivered()) >= 8, "8 deliveries", first, tmp_path / "stderr1"
+            )
         finally:
             first.kill()  # SIGKILL: no chance to save anything more
             first.wait(timeout=30)
@@ -176,9 +186,14 @@ def test_every_change_arrives_in_order_across_a_kill(store_url: str, tmp_path: P
             with open_repository(store_url) as repo:
                 seqs = [c.seq for c in repo.changes(limit=1000)]
             assert len(seqs) >= 32
-            wait_for(lambda: checkpoint(store_url) == seqs[-1], "the last seq's checkpoint")
+            wait_for(
+                lambda: checkpoint(store_url) == seqs[-1],
+                "the last seq's checkpoint",
+                second,
+                tmp_path / "stderr2",
+            )
             second.send_signal(signal.SIGTERM)
-            assert second.wait(timeout=30) == 0
+            assert second.wait(timeout=30) == 0, (tmp_path / "stderr2").read_text()
         finally:
             if second.poll() is None:
                 second.kill()
