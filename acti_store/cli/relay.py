@@ -26,7 +26,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..changes import Change
@@ -60,7 +60,7 @@ NO_SECRET: Final = (
     "signs every body with it)"
 )
 REFUSED: Final = (
-    "the webhook refused change {seq} with HTTP {status} {reason}: nothing after it was "
+    "the webhook refused change {seq} with {answer}: nothing after it was "
     "delivered (fix the receiver, then start the relay again: it resumes at change {seq})"
 )
 RETRYING: Final = "warning: change {seq} not delivered ({problem}); trying again in {pause:.2f} s"
@@ -70,12 +70,16 @@ STORE_RETRYING: Final = (
 )
 
 
+def _answer(status: int, reason: str | None) -> str:
+    """``HTTP 503 Service Unavailable``: a receiver's answer as the relay's lines name it."""
+    return f"HTTP {status} {reason or ''}".rstrip()
+
+
 class Refused(Exception):
     """The receiver answered with a status that says it will not take the change."""
 
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(f"HTTP {status} {reason}")
-        self.status, self.reason = status, reason
+    def __init__(self, status: int, reason: str | None) -> None:
+        super().__init__(_answer(status, reason))
 
 
 class Undelivered(Exception):
@@ -101,6 +105,12 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
+#: What posts the deliveries: urllib's, following no redirect.
+_OPENER: Final = urllib.request.build_opener(_NoRedirects)
+#: How much of an answer's body is read at a time (and dropped: the status is the answer).
+_CHUNK: Final = 64 * 1024
+
+
 @dataclass(frozen=True)
 class Webhook:
     """The receiver at ``url``, whose deliveries are signed with ``secret``."""
@@ -108,6 +118,7 @@ class Webhook:
     url: str
     secret: bytes
     timeout: float = DELIVERY_TIMEOUT
+    user_agent: str = field(default_factory=lambda: f"acti-store-relay/{package_version()}")
 
     def post(self, change: Change) -> None:
         """Deliver ``change``: return on a 2xx answer; raise ``Undelivered`` (try again) or
@@ -121,20 +132,19 @@ class Webhook:
                 "Content-Type": "application/json",
                 SIGNATURE_HEADER: signature(self.secret, body),
                 DELIVERY_HEADER: str(change.seq),
-                "User-Agent": f"acti-store-relay/{package_version()}",
+                "User-Agent": self.user_agent,
             },
         )
-        opener = urllib.request.build_opener(_NoRedirects)
         try:
-            with opener.open(request, timeout=self.timeout) as response:
-                response.read()  # the whole answer: the connection ends cleanly
+            with _OPENER.open(request, timeout=self.timeout) as response:
+                while response.read(_CHUNK):  # the whole answer: the connection ends cleanly
+                    pass
         except urllib.error.HTTPError as exc:  # an answer, not 2xx
             exc.close()
-            status, reason = exc.code, exc.reason or ""
-            if status >= 500 or status in RETRYABLE_STATUSES:
+            if exc.code >= 500 or exc.code in RETRYABLE_STATUSES:
                 pause = _retry_after(exc.headers.get("Retry-After"))
-                raise Undelivered(f"HTTP {status} {reason}".rstrip(), pause) from None
-            raise Refused(status, reason) from None
+                raise Undelivered(_answer(exc.code, exc.reason), pause) from None
+            raise Refused(exc.code, exc.reason) from None
         except urllib.error.URLError as exc:  # no answer: the connection
             raise Undelivered(str(exc.reason)) from None
         except (OSError, http.client.HTTPException) as exc:  # dropped, timed out, garbled
@@ -177,9 +187,7 @@ def deliver(webhook: Webhook, change: Change, backoff: Backoff) -> None:
             time.sleep(pause)
             continue
         except Refused as exc:
-            raise CommandFailed(
-                REFUSED.format(seq=change.seq, status=exc.status, reason=exc.reason)
-            ) from None
+            raise CommandFailed(REFUSED.format(seq=change.seq, answer=exc)) from None
         backoff.reset()
         return
 
