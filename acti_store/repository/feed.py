@@ -153,14 +153,15 @@ def append_changes(cursor: Cursor, statements: FeedStatements) -> None:
         return
     count = len(named)
     cursor.send(statements.counter, {"count": count})
-    cursor.executemany(
-        INSERT_CHANGE,
-        [
-            {"count": count, "k": k, "kind": kind, "agent": agent, "version": version}
-            | {"label": label, "at": at}
-            for k, (kind, agent, version, label, at) in enumerate(named, 1)
-        ],
-    )
+    rows = [
+        {"count": count, "k": k, "kind": kind, "agent": agent, "version": version}
+        | {"label": label, "at": at}
+        for k, (kind, agent, version, label, at) in enumerate(named, 1)
+    ]
+    if count == 1:  # a write's one change: the driver's plain execute, cheaper than many
+        cursor.send(INSERT_CHANGE, rows[0])
+    else:
+        cursor.executemany(INSERT_CHANGE, rows)
     if statements.notify is not None:
         cursor.send(statements.notify)
 

@@ -1,11 +1,12 @@
 """The change feed: ``agent_changes``, each tenant's change counter, and consumers' checkpoints.
 
 ``agent_changes`` holds one row per change of a configuration (``acti_store.changes``), keyed
-by ``(tenant, seq)``; ``seq`` is taken from the tenant's row of ``agent_change_counters``, moved
-by each write just before it commits, so numbers follow commit order (``repository.feed``).
-``agent_change_checkpoints`` keeps named consumers' positions (``acti-store relay``). Changes
-made before this revision are not in the feed: it starts empty. All three are tenant tables:
-on PostgreSQL row-level security binds them as it does the others (revision 0009).
+by ``(tenant, seq)`` (``WITHOUT ROWID`` on SQLite: one B-tree written per change). ``seq`` is
+taken from the tenant's row of ``agent_change_counters``, moved by each write just before it
+commits, so numbers follow commit order (``repository.feed``). ``agent_change_checkpoints``
+keeps named consumers' positions (``acti-store relay``). Changes made before this revision are
+not in the feed: it starts empty. All three are tenant tables: on PostgreSQL row-level security
+binds them as it does the others (revision 0009).
 
 Downgrade: the three tables are dropped (with the feed and the positions they hold).
 
@@ -50,9 +51,9 @@ def upgrade() -> None:
         sa.Column("label", sa.String(length=32), nullable=True),
         sa.Column("at", TIMESTAMP, nullable=False),
         sa.PrimaryKeyConstraint("tenant", "seq", name=op.f("pk_agent_changes")),
+        sqlite_with_rowid=False,
         **TABLE_OPTIONS,
     )
-    op.create_index("ix_agent_changes_tenant_at", "agent_changes", ["tenant", "at"])
     op.create_table(
         "agent_change_counters",
         _tenant(),
