@@ -203,6 +203,9 @@ def test_bad_folders_and_bad_arguments(store: str, tmp_path: Path) -> None:
         ["import", "--on-conflict", "merge"],
         ["serve-mcp", "--transport", "sse"],
         ["serve-mcp", "--transport", "http", "--port", "0"],
+        ["changes", "--after", "-1"],
+        ["relay", "--webhook", "ftp://hooks.example.com/", "--secret-env", "PATH", "--name", "r"],
+        ["relay", "--webhook", "http://hooks.example/", "--secret-env", "PATH", "--name", "R 1"],
         ["no-such-command"],
         [],
         *(
