@@ -8,7 +8,9 @@ keeps named consumers' positions (``acti-store relay``). Changes made before thi
 not in the feed: it starts empty. All three are tenant tables: on PostgreSQL row-level security
 binds them as it does the others (revision 0009).
 
-Downgrade: the three tables are dropped (with the feed and the positions they hold).
+Downgrade: the three tables are dropped (with the feed and the positions they hold). On
+MariaDB a downgrade below 0009 is refused here already while other tenants hold rows (its DDL
+cannot be rolled back, and 0009 refuses it).
 
 Revision ID: 0010_changes
 Revises: 0009_tenants
@@ -22,7 +24,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from acti_store.column_types import TABLE_OPTIONS, TIMESTAMP
+from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
+from acti_store.migrations.guards import isolate_tenants, refuse_other_tenants
 
 revision: str = "0010_changes"
 down_revision: str | None = "0009_tenants"
@@ -32,8 +35,6 @@ depends_on: str | Sequence[str] | None = None
 #: 64-bit on PostgreSQL and MariaDB, SQLite's INTEGER (already 64-bit) there: ``schema.Counter``.
 _COUNTER = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 TABLES = ("agent_changes", "agent_change_counters", "agent_change_checkpoints")
-_POLICY = "tenant_isolation"
-_SETTING = "current_setting('acti.tenant', true)"
 
 
 def _tenant() -> sa.Column[str]:
@@ -72,15 +73,16 @@ def upgrade() -> None:
         **TABLE_OPTIONS,
     )
     if op.get_context().dialect.name == "postgresql":
-        for table in TABLES:
-            op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-            op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-            op.execute(
-                f"CREATE POLICY {_POLICY} ON {table} "
-                f"USING (tenant = {_SETTING}) WITH CHECK (tenant = {_SETTING})"
-            )
+        isolate_tenants(TABLES)
 
 
 def downgrade() -> None:
+    context = op.get_context()
+    target = context.environment_context.get_revision_argument()
+    below_tenants = target not in ("0009_tenants", "-1")
+    if context.dialect.name in MYSQL_DIALECTS and below_tenants and not context.as_sql:
+        # Refused while other tenants hold rows (0009 refuses it): MariaDB's DDL cannot be
+        # rolled back, so before this revision drops anything.
+        refuse_other_tenants()
     for table in reversed(TABLES):
         op.drop_table(table)
