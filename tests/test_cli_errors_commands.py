@@ -105,6 +105,9 @@ def test_every_command_answers_a_bad_url_with_one_error_line(tmp_path: Path) -> 
         "labels": ["lead_qualifier"],
         "serve-mcp": [],
         "tenants": [],
+        "changes": ["--follow"],
+        # A secret that is set (any variable will do): what fails is the URL.
+        "relay": ["--webhook", "http://127.0.0.1:9/", "--secret-env", "PATH", "--name", "relay"],
     }
     assert sorted(commands) == sorted(_commands())  # a new command gets a case here
     runs = [[command, *args, "--url", BAD_URL] for command, args in commands.items()]
@@ -200,6 +203,9 @@ def test_bad_folders_and_bad_arguments(store: str, tmp_path: Path) -> None:
         ["import", "--on-conflict", "merge"],
         ["serve-mcp", "--transport", "sse"],
         ["serve-mcp", "--transport", "http", "--port", "0"],
+        ["changes", "--after", "-1"],
+        ["relay", "--webhook", "ftp://hooks.example.com/", "--secret-env", "PATH", "--name", "r"],
+        ["relay", "--webhook", "http://hooks.example/", "--secret-env", "PATH", "--name", "R 1"],
         ["no-such-command"],
         [],
         *(

@@ -24,6 +24,15 @@ from acti_store import open_repository
 pytestmark = pytest.mark.slow  # a process per command
 
 RECORD = ["--task", "Qualify John", "--success", "--duration", "1.5"]
+#: A relay whose secret is not in the environment.
+RELAY_NO_SECRET = [
+    "--webhook",
+    "http://127.0.0.1:9/",
+    "--secret-env",
+    "ACTI_NO_SUCH_SECRET",
+    "--name",
+    "relay",
+]
 
 
 def one_error_line(argv: Sequence[str], status: int, stdout: str, stderr: str) -> list[str]:
@@ -84,6 +93,8 @@ def test_every_command_refuses_with_one_error_line_on_stderr(store: str, tmp_pat
         "labels": (["ghost", "--url", store], ""),
         "serve-mcp": (["--transport", "http", "--port", port, "--url", store], ""),
         "tenants": (["--tenant", "acme", "--url", store], ""),
+        "changes": (["--after", "999", "--url", store], ""),  # beyond the newest: a reset store
+        "relay": ([*RELAY_NO_SECRET, "--url", store], ""),
     }
     assert sorted(refusals) == sorted(_commands())  # a new command gets a case here
     runs = [[command, *args] for command, (args, _) in refusals.items()]
@@ -104,6 +115,7 @@ def test_every_command_refuses_with_one_error_line_on_stderr(store: str, tmp_pat
     assert by_command["diff"].startswith("error: Agent 'lead_qualifier' has no version 9")
     assert "Address already in use" in by_command["serve-mcp"]
     assert by_command["import"] == "error: 1 invalid file(s), listed above: nothing was imported\n"
+    assert by_command["relay"].startswith("error: the environment variable ACTI_NO_SUCH_SECRET is")
 
 
 READS = {
@@ -115,6 +127,7 @@ READS = {
     "diff": ["lead_qualifier", "1", "2"],
     "labels": ["lead_qualifier"],
     "export": ["EXPORT"],
+    "changes": [],
 }
 
 

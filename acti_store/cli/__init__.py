@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import AgentStoreError
-from . import interchange, run, serve_mcp, store, tenants, versions, write
+from . import feed, interchange, relay, run, serve_mcp, store, tenants, versions, write
 from .options import Command, CommandFailed, add_global_options, apply_global_options
 
 __all__ = ["build_parser", "main"]
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (store, write, versions, interchange, run, serve_mcp, tenants):
+    for module in (store, write, versions, interchange, run, serve_mcp, tenants, feed, relay):
         module.register(subparsers)
     return parser
 

@@ -1,0 +1,290 @@
+"""``acti-store relay``: deliver the change feed to a webhook, in order, at least once.
+
+Each change is POSTed as its JSON body (``change_body``) with ``X-Acti-Signature: sha256=<hex>``
+(HMAC-SHA256 of the exact body bytes, keyed with the secret from ``--secret-env``) and
+``X-Acti-Delivery: <seq>``. One change at a time: a 2xx answer delivers it, and the relay's
+position (``repo.save_checkpoint(--name, seq)``) moves past it only then, so a relay stopped at any
+moment (even by ``kill -9``) delivers again, on its next start, at most the change it was at.
+A receiver dedups by ``X-Acti-Delivery``.
+
+A failure that can pass (no connection, a timeout, 5xx, 408, 429) is tried again, the same
+change, after a growing pause (``Backoff``), forever, with one line per failure on stderr. Any
+other answer (4xx, a redirect) is the receiver refusing the change: the relay stops with status 1
+and delivers nothing after it. Ctrl-C or SIGTERM end it with status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import http.client
+import os
+import random
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..changes import Change
+from ..errors import StoreUnavailableError
+from ..models import NAME_RULE, is_valid_name
+from ..repository import AgentRepository
+from .feed import (
+    change_body,
+    change_line,
+    close_quietly,
+    read_feed,
+    seq_number,
+    until_stopped,
+)
+from .options import CommandFailed, add_url_option, open_from_args, package_version
+
+SIGNATURE_HEADER: Final = "X-Acti-Signature"
+DELIVERY_HEADER: Final = "X-Acti-Delivery"
+#: How long one delivery may take (connecting, sending, the receiver's answer), in seconds.
+DELIVERY_TIMEOUT: Final = 30.0
+#: The pause after the first failure, doubled after each next one up to ``BACKOFF_MAX`` (seconds).
+BACKOFF_FIRST: Final = 0.1
+BACKOFF_MAX: Final = 10.0
+#: The longest ``Retry-After`` (seconds) a receiver's 429 or 503 is obeyed for.
+RETRY_AFTER_MAX: Final = 600.0
+#: Answers that say "try again later"; every other non-2xx status is a refusal.
+RETRYABLE_STATUSES: Final = frozenset({408, 429})
+
+NO_SECRET: Final = (
+    "the environment variable {name} is {state}: set it to the webhook's secret (the relay "
+    "signs every body with it)"
+)
+REFUSED: Final = (
+    "the webhook refused change {seq} with {answer}: nothing after it was "
+    "delivered (fix the receiver, then start the relay again: it resumes at change {seq})"
+)
+RETRYING: Final = "warning: change {seq} not delivered ({problem}); trying again in {pause:.2f} s"
+STORE_RETRYING: Final = (
+    "warning: change {seq} was delivered, but its position could not be saved ({problem}); "
+    "trying again in {pause:.2f} s"
+)
+
+
+def _answer(status: int, reason: str | None) -> str:
+    """``HTTP 503 Service Unavailable``: a receiver's answer as the relay's lines name it."""
+    return f"HTTP {status} {reason or ''}".rstrip()
+
+
+class Refused(Exception):
+    """The receiver answered with a status that says it will not take the change."""
+
+    def __init__(self, status: int, reason: str | None) -> None:
+        super().__init__(_answer(status, reason))
+
+
+class Undelivered(Exception):
+    """The delivery failed in a way that can pass: the same change is tried again.
+
+    ``retry_after``: the pause the receiver asked for (``Retry-After``), if any.
+    """
+
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
+        self.retry_after = retry_after
+
+
+def signature(secret: bytes, body: bytes) -> str:
+    """The ``X-Acti-Signature`` value: ``sha256=`` and the hex HMAC-SHA256 of ``body``."""
+    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not a delivery: urllib would resend a POST as a GET, bodiless."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+#: What posts the deliveries: urllib's, following no redirect.
+_OPENER: Final = urllib.request.build_opener(_NoRedirects)
+#: How much of an answer's body is read at a time (and dropped: the status is the answer).
+_CHUNK: Final = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """The receiver at ``url``, whose deliveries are signed with ``secret``."""
+
+    url: str
+    secret: bytes
+    timeout: float = DELIVERY_TIMEOUT
+    user_agent: str = field(default_factory=lambda: f"acti-store-relay/{package_version()}")
+
+    def post(self, change: Change) -> None:
+        """Deliver ``change``: return on a 2xx answer; raise ``Undelivered`` (try again) or
+        ``Refused`` (do not)."""
+        body = change_body(change)
+        request = urllib.request.Request(
+            self.url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                SIGNATURE_HEADER: signature(self.secret, body),
+                DELIVERY_HEADER: str(change.seq),
+                "User-Agent": self.user_agent,
+            },
+        )
+        try:
+            with _OPENER.open(request, timeout=self.timeout) as response:
+                while response.read(_CHUNK):  # the whole answer: the connection ends cleanly
+                    pass
+        except urllib.error.HTTPError as exc:  # an answer, not 2xx
+            exc.close()
+            if exc.code >= 500 or exc.code in RETRYABLE_STATUSES:
+                pause = _retry_after(exc.headers.get("Retry-After"))
+                raise Undelivered(_answer(exc.code, exc.reason), pause) from None
+            raise Refused(exc.code, exc.reason) from None
+        except urllib.error.URLError as exc:  # no answer: the connection
+            raise Undelivered(str(exc.reason)) from None
+        except (OSError, http.client.HTTPException) as exc:  # dropped, timed out, garbled
+            raise Undelivered(f"{type(exc).__name__}: {exc}".rstrip(": ")) from None
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` in seconds (its date form is ignored), at most ``RETRY_AFTER_MAX``."""
+    try:
+        return min(float(value), RETRY_AFTER_MAX) if value else None
+    except ValueError:
+        return None
+
+
+class Backoff:
+    """Pauses between tries: ``BACKOFF_FIRST`` doubling up to ``BACKOFF_MAX``, each drawn from
+    the upper half of its step (jitter: relays that failed together do not retry together)."""
+
+    def __init__(self) -> None:
+        self._step = BACKOFF_FIRST
+
+    def pause(self, at_least: float | None = None) -> float:
+        """The next pause, ``at_least`` long if given; the following one will be longer."""
+        pause = random.uniform(self._step / 2, self._step)
+        self._step = min(self._step * 2, BACKOFF_MAX)
+        return max(pause, at_least or 0.0)
+
+    def reset(self) -> None:
+        self._step = BACKOFF_FIRST
+
+
+def deliver(webhook: Webhook, change: Change, backoff: Backoff) -> None:
+    """Post ``change`` until it is delivered; raise ``CommandFailed`` if the receiver refuses."""
+    while True:
+        try:
+            webhook.post(change)
+        except Undelivered as exc:
+            pause = backoff.pause(exc.retry_after)
+            print(RETRYING.format(seq=change.seq, problem=exc, pause=pause), file=sys.stderr)
+            time.sleep(pause)
+            continue
+        except Refused as exc:
+            raise CommandFailed(REFUSED.format(seq=change.seq, answer=exc)) from None
+        backoff.reset()
+        return
+
+
+def save_position(repo: AgentRepository, name: str, seq: int, backoff: Backoff) -> None:
+    """Save the relay's position, trying again while the store is unavailable for a while."""
+    while True:
+        try:
+            repo.save_checkpoint(name, seq)
+        except StoreUnavailableError as exc:
+            if not exc.transient:
+                raise
+            pause = backoff.pause()
+            print(STORE_RETRYING.format(seq=seq, problem=exc, pause=pause), file=sys.stderr)
+            time.sleep(pause)
+            continue
+        backoff.reset()
+        return
+
+
+def _secret(name: str) -> bytes:
+    value = os.environ.get(name)
+    if not value:
+        state = "not set" if value is None else "empty"
+        raise CommandFailed(NO_SECRET.format(name=name, state=state))
+    return value.encode()
+
+
+def _relay(args: argparse.Namespace) -> int:
+    webhook = Webhook(args.webhook, _secret(args.secret_env))  # refused before the store opens
+    repo = open_from_args(args)
+    feed = None
+    backoff = Backoff()
+    try:
+        start = args.after if args.after is not None else repo.checkpoint(args.name)
+        feed = read_feed(repo, start, follow=True)
+        for change in feed:
+            deliver(webhook, change, backoff)
+            save_position(repo, args.name, change.seq, backoff)
+            print(change_line(change), flush=True)
+    finally:
+        close_quietly(repo, feed)
+    return 0  # pragma: no cover - the feed is followed without end
+
+
+def webhook_url(text: str) -> str:
+    """An argparse ``type``: an ``http://`` or ``https://`` URL with a host."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"not an http:// or https:// URL: {text!r}")
+    return text
+
+
+def relay_name(text: str) -> str:
+    """An argparse ``type``: the relay's name, under which its position is saved."""
+    if not is_valid_name(text):
+        raise argparse.ArgumentTypeError(NAME_RULE)
+    return text
+
+
+def register(subparsers: Any) -> None:
+    """Add ``relay`` to the command line."""
+    relay = subparsers.add_parser(
+        "relay",
+        help="deliver each change to a webhook (signed POSTs), in order, at least once",
+        description="Follow the change feed and POST each change, as JSON, to the webhook, one "
+        f"at a time, in order, signed ({SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of the body>) "
+        f"and numbered ({DELIVERY_HEADER}: <seq>). The position is saved in the store under "
+        "--name after each 2xx answer; a relay started again resumes there. Connection errors, "
+        "timeouts, 5xx, 408 and 429 are tried again, with growing pauses, forever; any other "
+        "answer stops the relay (status 1). Prints each delivered change on stdout; Ctrl-C or "
+        "SIGTERM end it (status 0).",
+    )
+    relay.add_argument(
+        "--webhook", required=True, type=webhook_url, metavar="URL", help="the receiver's URL"
+    )
+    relay.add_argument(
+        "--secret-env",
+        required=True,
+        metavar="NAME",
+        help="the environment variable that holds the signing secret (not the secret itself: "
+        "command lines are visible to other users)",
+    )
+    relay.add_argument(
+        "--name",
+        required=True,
+        type=relay_name,
+        metavar="RELAY",
+        help="the relay's name, under which its position is saved (snake_case)",
+    )
+    relay.add_argument(
+        "--after",
+        type=seq_number,
+        default=None,
+        metavar="SEQ",
+        help="start after seq SEQ (default: after the saved position, else from the oldest "
+        "change kept)",
+    )
+    add_url_option(relay)
+    relay.set_defaults(func=until_stopped(_relay))
