@@ -5,6 +5,7 @@ SQL tables (SQLite by default, PostgreSQL for shared stores), behind one reposit
 """
 
 from .bootstrap import open_repository
+from .cache import ConfigCache
 from .errors import (
     AgentExistsError,
     AgentNotFoundError,
@@ -56,6 +57,7 @@ __all__ = [
     "AgentUpdate",
     "AgentVersion",
     "ArgumentTypeError",
+    "ConfigCache",
     "ConfigDiff",
     "ExecutionHistory",
     "ExecutionRecord",
