@@ -6,11 +6,13 @@ SQL tables (SQLite by default, PostgreSQL for shared stores), behind one reposit
 
 from .bootstrap import open_repository
 from .cache import ConfigCache
+from .changes import Change
 from .errors import (
     AgentExistsError,
     AgentNotFoundError,
     AgentStoreError,
     ArgumentTypeError,
+    ChangesExpiredError,
     ExportError,
     IncompleteExportError,
     InvalidAgentError,
@@ -57,6 +59,8 @@ __all__ = [
     "AgentUpdate",
     "AgentVersion",
     "ArgumentTypeError",
+    "Change",
+    "ChangesExpiredError",
     "ConfigCache",
     "ConfigDiff",
     "ExecutionHistory",

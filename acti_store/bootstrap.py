@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -15,7 +16,7 @@ from sqlalchemy.engine import URL
 from .engine import LOCK_TIMEOUT_DEFAULT, make_engine
 from .errors import ArgumentTypeError
 from .interchange import JsonMirror
-from .repository import Clock, Mirror, SqlAgentRepository, store_options
+from .repository import Clock, Mirror, SqlAgentRepository, retention, store_options
 from .revisions import check_schema, upgrade_schema
 from .tenancy import DEFAULT_TENANT, resolve_tenant
 from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of
@@ -37,6 +38,7 @@ def open_repository(
     lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
     keep_versions: int | None = None,
     tenant: str | None = None,
+    keep_changes: timedelta | None = None,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
@@ -64,11 +66,14 @@ def open_repository(
     ``"default"``, where every store made before tenants keeps its agents) is the one tenant
     whose agents, versions, labels and histories the store sees and touches: names are unique
     per tenant, and another tenant's agent reads as one that does not exist (docs/tenants.md).
+    ``keep_changes`` (None: keep every change) is how long the change feed keeps a change: the
+    store prunes older ones after its writes (``prune_changes``; docs/changes.md).
 
     Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``; for a wrong
     type an ``ArgumentTypeError``, also a ``TypeError``) for an argument out of its rule, before
     anything is opened: ``migrate`` and ``read_only`` are ``True`` or ``False``, ``lock_timeout``
-    a finite positive number of seconds (at most ``engine.LOCK_TIMEOUT_MAX``), ``keep_versions``
+    a finite positive number of seconds (at most ``engine.LOCK_TIMEOUT_MAX``), ``keep_changes``
+    None or a positive ``timedelta``, ``keep_versions``
     None or an integer from 0 to ``models.INTEGER_MAX``, ``tenant`` a name of the agent-name
     rule; ``StoreUrlError`` (also a ``ValueError``)
     for a URL that is not one of those forms, for a schema name PostgreSQL would need quoted
@@ -85,6 +90,7 @@ def open_repository(
     """
     read_only, lock_timeout, keep_versions = store_options(read_only, lock_timeout, keep_versions)
     tenant = resolve_tenant(tenant)
+    keep_changes = retention(keep_changes)
     flag(migrate, "migrate")
     optional_of(schema, str, "schema")
     optional_of(engine_options, Mapping, "engine_options")
@@ -120,6 +126,7 @@ def open_repository(
         lock_timeout=lock_timeout,
         keep_versions=keep_versions,
         tenant=tenant,
+        keep_changes=keep_changes,
     )
     try:
         repository.register_tenant()

@@ -232,3 +232,26 @@ class InvalidCursorError(InvalidInputError):
 
     def __reduce__(self) -> tuple[object, ...]:  # rebuilt from its reason across processes
         return (type(self), (self.reason,))
+
+
+class ChangesExpiredError(AgentStoreError, LookupError):
+    """A feed consumer's position is no longer in the change feed: changes after it were pruned
+    (``prune_changes``, ``keep_changes``), or it is beyond the newest change (the store was
+    replaced). The consumer must read the store again (resync) and follow from
+    ``last_change()``; the feed never skips changes silently."""
+
+    def __init__(self, after: int, oldest: int, newest: int) -> None:
+        if after > newest:
+            reason = f"the newest change is {newest}: this store is not the one it followed"
+        else:
+            reason = f"changes up to {oldest - 1} were pruned"
+        super().__init__(
+            f"Changes after {after} are no longer in the feed ({reason}); read the store again "
+            "and follow from its last change"
+        )
+        self.after = after
+        self.oldest = oldest
+        self.newest = newest
+
+    def __reduce__(self) -> tuple[object, ...]:  # rebuilt from its figures across processes
+        return (type(self), (self.after, self.oldest, self.newest))

@@ -360,6 +360,54 @@ class TenantRow(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
+class ChangeRow(TenantColumn, Base):
+    """The change feed (``acti_store.changes``): one row per change of a configuration, written
+    in the change's own transaction; ``seq`` numbers a tenant's changes in commit order
+    (``ChangeCounterRow``). No foreign key: a deleted agent's changes stay."""
+
+    __tablename__ = "agent_changes"
+    __table_args__ = (Index("ix_agent_changes_tenant_at", "tenant", "at"), TABLE_OPTIONS)
+
+    tenant: Mapped[str] = mapped_column(
+        String(NAME_MAX_LENGTH), primary_key=True, server_default=DEFAULT_TENANT
+    )
+    seq: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(String(16))
+    agent: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
+    version: Mapped[int | None] = mapped_column(Counter)
+    label: Mapped[str | None] = mapped_column(String(LABEL_MAX_LENGTH))
+    at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class ChangeCounterRow(TenantColumn, Base):
+    """A tenant's last change number, moved by each write's transaction just before it commits:
+    the row lock it takes orders the numbers as the commits (``repository.feed``); and the
+    last number pruned (a consumer behind it has lost changes)."""
+
+    __tablename__ = "agent_change_counters"
+    __table_args__ = TABLE_OPTIONS
+
+    tenant: Mapped[str] = mapped_column(
+        String(NAME_MAX_LENGTH), primary_key=True, server_default=DEFAULT_TENANT
+    )
+    last_seq: Mapped[int] = mapped_column(Counter)
+    pruned_through: Mapped[int] = mapped_column(Counter, server_default="0")
+
+
+class CheckpointRow(TenantColumn, Base):
+    """Where a named consumer of the feed (a relay) has got to."""
+
+    __tablename__ = "agent_change_checkpoints"
+    __table_args__ = TABLE_OPTIONS
+
+    tenant: Mapped[str] = mapped_column(
+        String(NAME_MAX_LENGTH), primary_key=True, server_default=DEFAULT_TENANT
+    )
+    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), primary_key=True)
+    seq: Mapped[int] = mapped_column(Counter)
+    saved_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
 def _config_columns() -> None:
     """Refuse to start when ``ConfigColumns`` and ``AgentConfig`` disagree on the fields."""
     declared, fields = set(ConfigColumns.__annotations__), set(UPDATABLE_FIELDS)
@@ -389,3 +437,6 @@ agent_labels = cast(Table, AgentLabelRow.__table__)
 label_moves = cast(Table, LabelMoveRow.__table__)
 version_stats = cast(Table, VersionStatsRow.__table__)
 tenants = cast(Table, TenantRow.__table__)
+changes = cast(Table, ChangeRow.__table__)
+change_counters = cast(Table, ChangeCounterRow.__table__)
+checkpoints = cast(Table, CheckpointRow.__table__)

@@ -260,6 +260,7 @@ class Cursor:
     __slots__ = (
         "_cursor",
         "_later",
+        "changes",
         "dialect",
         "driver",
         "load",
@@ -296,6 +297,9 @@ class Cursor:
         #: (``repository.transaction.use_tenant``); none set, a tenant's statement is refused.
         self.tenant: str | None = None
         self._later: list[tuple[Any, Compiled, Answer]] = []
+        #: The changes its write has made, appended to the change feed before the commit
+        #: (``repository.feed``): kind, agent, version, label, time.
+        self.changes: list[tuple[str, str, int | None, str | None, Any]] = []
 
     def _values(self, compiled: Compiled, values: Mapping[str, Any] | None) -> Mapping[str, Any]:
         if compiled.tenant_bound:

@@ -51,6 +51,9 @@ TENANT_TABLES: Final = frozenset(
         "agent_labels",
         "agent_label_moves",
         "agent_version_stats",
+        "agent_changes",
+        "agent_change_counters",
+        "agent_change_checkpoints",
     }
 )
 

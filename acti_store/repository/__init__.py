@@ -10,7 +10,7 @@ model mapping), ``recording`` (runs), ``version_statements`` (versions), ``searc
 errors become the library's exceptions in ``acti_store.dberrors``.
 """
 
-from .arguments import store_options
+from .arguments import retention, store_options
 from .interface import (
     CONFLICT_POLICIES,
     AgentRepository,
@@ -39,5 +39,6 @@ __all__ = [
     "SearchPage",
     "SqlAgentRepository",
     "UpdateResult",
+    "retention",
     "store_options",
 ]

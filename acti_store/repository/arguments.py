@@ -6,10 +6,11 @@ of the conflict policies of a bulk put or an import.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, Final, Literal, get_args
 
 from ..engine import LOCK_TIMEOUT_MAX
-from ..errors import ArgumentTypeError, InvalidAgentError
+from ..errors import ArgumentTypeError, InvalidAgentError, InvalidInputError
 from ..models import (
     AgentConfig,
     AgentUpdate,
@@ -22,6 +23,7 @@ from ..validation import (
     ARGUMENT,
     choice,
     flag,
+    instance,
     integer,
     model_argument,
     optional_integer,
@@ -115,3 +117,17 @@ def checked_history_request(limit: object, errors_only: object) -> tuple[int, bo
         integer(limit, "limit", _LIMIT_RANGE["minimum"], _LIMIT_RANGE["maximum"]),
         flag(errors_only, "errors_only"),
     )
+
+
+def retention(keep_changes: object) -> timedelta | None:
+    """None, or ``keep_changes`` if it is a positive ``timedelta`` (how long the change feed
+    keeps a change)."""
+    if keep_changes is None:
+        return None
+    instance(keep_changes, timedelta, "keep_changes")
+    assert isinstance(keep_changes, timedelta)
+    if keep_changes <= timedelta(0):
+        raise InvalidInputError(
+            ARGUMENT, [("keep_changes", f"must be a positive time span, not {keep_changes}")]
+        )
+    return keep_changes

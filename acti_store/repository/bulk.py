@@ -4,6 +4,7 @@ write transaction, staged so that rows go in by the batch and memory stays bound
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from itertools import islice
 from typing import Any, Final
 
@@ -11,6 +12,7 @@ from ..errors import AgentExistsError, AgentNotFoundError
 from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
 from ..sqlexec import Cursor, Prepared
 from ..validation import instance
+from .feed import APPEND_BATCH, FeedStatements, append_changes, changed
 from .port import BulkPutResult, ConflictPolicy, ImportItem, ImportOutcome
 from .statements import (
     DELETE_AGENT,
@@ -43,10 +45,17 @@ TakenNames = Callable[[Cursor, list[str]], dict[str, Sequence[Any]] | None]
 
 
 def put_all(
-    cursor: Cursor, items: Iterable[ImportItem], on_conflict: ConflictPolicy, taken: TakenNames
+    cursor: Cursor,
+    items: Iterable[ImportItem],
+    on_conflict: ConflictPolicy,
+    taken: TakenNames,
+    feed: FeedStatements,
+    now: datetime,
 ) -> BulkPutResult:
     """Put every item on ``cursor`` (in its transaction); the outcome of each by name. ``taken``
-    asks for a chunk's names at once where the engine does that better than per item."""
+    asks for a chunk's names at once where the engine does that better than per item. Each
+    agent created or replaced is a change of the feed made ``now``, appended by the thousand
+    (``feed.APPEND_BATCH``) with the engine's ``feed`` statements: memory stays bounded."""
     result = BulkPutResult()
     staging = _BulkStaging(cursor)
     pending = iter(items)
@@ -57,7 +66,13 @@ def put_all(
         # A name that comes twice is asked for when its turn comes (the first may create it).
         ids = taken(cursor, names) if len(set(names)) == len(names) else None
         for item in chunk:
-            result.outcomes[item.name] = _put(cursor, item, on_conflict, staging, ids)
+            outcome = _put(cursor, item, on_conflict, staging, ids)
+            result.outcomes[item.name] = outcome
+            if outcome != "skipped" and item.agent is not None:
+                kind = "created" if outcome == "imported" else "updated"
+                changed(cursor, kind, item.name, item.agent.metadata.version, now)
+        if len(cursor.changes) >= APPEND_BATCH:
+            append_changes(cursor, feed)
     staging.flush()
     return result
 

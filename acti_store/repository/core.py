@@ -10,10 +10,11 @@ What differs between engines is asked of the strategy (``engines``), never of th
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
@@ -21,18 +22,23 @@ from sqlalchemy import Engine
 from ..connections import connections_for
 from ..dberrors import translated
 from ..engine import store_location
-from ..errors import AgentNotFoundError, InvalidInputError, ReadOnlyStoreError
+from ..errors import AgentNotFoundError, AgentStoreError, InvalidInputError, ReadOnlyStoreError
 from ..models import NAIVE_DATETIME_RULE, utc_now
 from ..sqlexec import Cursor
 from ..tenancy import DEFAULT_TENANT
 from .arguments import require_storable
 from .deadline import within_deadline
 from .engines import strategy_for
+from .feed import prune
 from .port import Clock, Mirror, RepositoryPort
 from .statements import GET, GET_FOR_UPDATE
 from .transaction import run_transaction
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+#: The longest a store waits between two prunes of the change feed (``StoreCore.prune_due``).
+PRUNE_EVERY_MAX: Final = 60.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ class StoreCore:
         keep_versions: int | None,
         waits: Waits,
         tenant: str = DEFAULT_TENANT,
+        keep_changes: timedelta | None = None,
     ) -> None:
         self.engine = engine
         #: The tenant whose rows this store sees and touches (``tenancy``).
@@ -86,6 +93,10 @@ class StoreCore:
         # What differs between engines; an engine the repository does not run on is refused.
         self.kind = strategy_for(engine.dialect.name)
         self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
+        #: How long the change feed keeps a change (None: for good); pruned after writes, at
+        #: most every ``PRUNE_EVERY`` of it (``prune_due``).
+        self.keep_changes = keep_changes
+        self._next_prune = 0.0
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self.connections = connections_for(engine)
@@ -176,13 +187,32 @@ class StoreCore:
                 then(result)
             return result
 
-        return within_deadline(
+        result = within_deadline(
             attempt,
             lock_timeout=self.lock_timeout,
             dbapi=self.dbapi,
             name=name,
             sleep=self.waits.sleep,
         )
+        if self.keep_changes is not None:
+            self.prune_due()
+        return result
+
+    def prune_due(self) -> None:
+        """Prune the changes older than ``keep_changes``, if this store has not for a while
+        (a tenth of it, at most a minute): in a transaction of its own, after the write's.
+        A failure is left for the next time: the write it follows has committed."""
+        keep = self.keep_changes
+        now = time.monotonic()
+        if keep is None or now < self._next_prune:
+            return
+        self._next_prune = now + min(keep.total_seconds() / 10, PRUNE_EVERY_MAX)
+        before = self.now() - keep
+        try:
+            self.write(lambda cursor: prune(cursor, before))
+        except AgentStoreError:
+            self._next_prune = 0.0
+            logger.warning("could not prune the change feed", exc_info=True)
 
     def notify(self, *names: str) -> None:
         """After a committed write: the mirror's files of ``names`` brought up to date."""

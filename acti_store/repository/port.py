@@ -8,7 +8,7 @@ no thread: the async API is a layer on top of it (``interface.AgentRepository``)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, Self
 
 from pydantic import ValidationError
 
+from ..changes import Change
 from ..errors import InvalidAgentError
 from ..models import (
     HISTORY_LIMIT_DEFAULT,
@@ -391,3 +392,40 @@ class RepositoryPort(ABC):
     def prune_versions(self, name: str, keep: int) -> int:
         """Keep the ``keep`` newest snapshots besides the current and the labelled ones (always
         kept); returns how many were removed. Run statistics stay."""
+
+    # -- the change feed (optional: a store without one raises NotImplementedError) ---------
+
+    def changes(self, after: int | None = None, limit: int = 100) -> list[Change]:
+        """The changes after ``after`` (the last ``seq`` the caller has seen; None: from the
+        oldest kept), oldest first, at most ``limit`` (1 to 10,000): numbered in commit order,
+        so a caller that passes its last ``seq`` back sees every change once. Raises
+        ``ChangesExpiredError`` when changes after ``after`` were pruned (or ``after`` is past
+        the newest change): the caller must read the store again."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    def last_change(self) -> int:
+        """The newest change's ``seq`` (0: none yet)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    def prune_changes(self, before: datetime) -> int:
+        """Delete the changes made before ``before`` (time-zone aware); how many were. A
+        consumer whose position is older then gets ``ChangesExpiredError``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    def checkpoint(self, name: str) -> int | None:
+        """The position a feed consumer ``name`` saved (``save_checkpoint``), or None."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    def save_checkpoint(self, name: str, seq: int) -> None:
+        """Store feed consumer ``name``'s position (a relay's: ``acti-store relay``)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    def watch(self, after: int | None = None, *, timeout: float | None = None) -> Iterator[Change]:
+        """The changes after ``after`` (None: from now) as they commit, blocking between them;
+        ends once ``timeout`` seconds pass with none (None: never). A lost connection is made
+        again and the watch goes on from its position."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    def awatch(self, after: int | None = None) -> AsyncIterator[Change]:
+        """``watch`` as an async iterator (without a timeout: stop iterating to end it)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")

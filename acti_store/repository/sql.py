@@ -11,7 +11,7 @@ write); this class puts them together as the port (``port.RepositoryPort``) with
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial, update_wrapper
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -19,12 +19,13 @@ from sqlalchemy import Engine
 
 from ..engine import LOCK_TIMEOUT_DEFAULT, make_async_engine, store_schema
 from ..tenancy import DEFAULT_TENANT, check_tenant
-from .arguments import store_options
+from .arguments import retention, store_options
 from .asynchronous import Dispatch, GreenletDispatch, StoreThreads
 from .core import DIRECT, Role, StoreCore, Waits
 from .interface import AgentRepository, Clock, Mirror
 from .port import RepositoryPort
 from .roles.agents import Agents
+from .roles.changes import Changes
 from .roles.interchange import Interchange
 from .roles.runs import Runs
 from .roles.search import Search
@@ -74,11 +75,13 @@ class SqlAgentRepository(AgentRepository):
         keep_versions: int | None = None,
         waits: Waits = DIRECT,
         tenant: str = DEFAULT_TENANT,
+        keep_changes: timedelta | None = None,
     ) -> None:
         read_only, lock_timeout, keep_versions = store_options(
             read_only, lock_timeout, keep_versions
         )
         tenant = check_tenant(tenant)
+        keep_changes = retention(keep_changes)
         core = StoreCore(
             engine,
             clock=clock,
@@ -88,6 +91,7 @@ class SqlAgentRepository(AgentRepository):
             keep_versions=keep_versions,
             waits=waits,
             tenant=tenant,
+            keep_changes=keep_changes,
         )
         core.store = self
         self._core = core
@@ -96,6 +100,7 @@ class SqlAgentRepository(AgentRepository):
         self._versions = Versions(core)
         self._search = Search(core)
         self._interchange = Interchange(core)
+        self._changes = Changes(core)
 
     # -- the store ---------------------------------------------------------------------------------
 
@@ -122,6 +127,11 @@ class SqlAgentRepository(AgentRepository):
     def tenant(self) -> str:
         """The tenant whose agents this store sees and touches (``tenancy``)."""
         return self._core.tenant
+
+    @property
+    def keep_changes(self) -> timedelta | None:
+        """How long the change feed keeps a change (None: for good)."""
+        return self._core.keep_changes
 
     @property
     def keep_versions(self) -> int | None:
@@ -169,6 +179,7 @@ class SqlAgentRepository(AgentRepository):
             "mirror": core.mirror,
             "keep_versions": self.keep_versions,
             "tenant": self.tenant,
+            "keep_changes": core.keep_changes,
         }
         return GreenletDispatch(engine, partial(type(self), **options), self, StoreThreads())
 
@@ -207,6 +218,13 @@ class SqlAgentRepository(AgentRepository):
     set_label = _by("_versions", Versions.set_label)
     remove_label = _by("_versions", Versions.remove_label)
     prune_versions = _by("_versions", Versions.prune_versions)
+    changes = _by("_changes", Changes.changes)
+    last_change = _by("_changes", Changes.last_change)
+    prune_changes = _by("_changes", Changes.prune_changes)
+    checkpoint = _by("_changes", Changes.checkpoint)
+    save_checkpoint = _by("_changes", Changes.save_checkpoint)
+    watch = _by("_changes", Changes.watch)
+    awatch = _by("_changes", Changes.awatch)
 
     iter_export = _by("_interchange", Interchange.iter_export)
     iter_export_versions = _by("_interchange", Interchange.iter_export_versions)

@@ -12,6 +12,7 @@ from ..connections import Connections, roll_back
 from ..sqlexec import Cursor
 from ..tenancy import TENANT_SETTING
 from .engines.base import EngineStrategy
+from .feed import append_changes
 
 T = TypeVar("T")
 
@@ -119,6 +120,8 @@ def run_transaction(
             if begin is not None:
                 cursor.raw(begin)
             result = work(cursor)
+            if cursor.changes:  # last: the counter's lock is held only for the commit
+                append_changes(cursor, engine.feed_statements())
             if restore:
                 cursor.raw(engine.lock_wait_sql(lock_timeout))
             if pipelined:

@@ -22,6 +22,9 @@ from ..models import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..changes import Change
     from ..versioning import AgentVersion, ConfigDiff, LabelMove, VersionLog
     from .arguments import ConflictPolicy
     from .port import (
@@ -209,3 +212,18 @@ class AsyncTwins:
 
     async def aprune_versions(self, name: str, keep: int) -> int:
         return await self.acall(lambda r: r.prune_versions(name, keep))
+
+    async def achanges(self, after: int | None = None, limit: int = 100) -> list[Change]:
+        return await self.acall(lambda r: r.changes(after, limit))
+
+    async def alast_change(self) -> int:
+        return await self.acall(lambda r: r.last_change())
+
+    async def aprune_changes(self, before: datetime) -> int:
+        return await self.acall(lambda r: r.prune_changes(before))
+
+    async def acheckpoint(self, name: str) -> int | None:
+        return await self.acall(lambda r: r.checkpoint(name))
+
+    async def asave_checkpoint(self, name: str, seq: int) -> None:
+        await self.acall(lambda r: r.save_checkpoint(name, seq))

@@ -15,6 +15,7 @@ from ..errors import VersionConflictError
 from ..models import DESCRIPTION_MAX_LENGTH, Agent, AgentConfig, trusted
 from ..sqlexec import Cursor
 from ..validation import quoted
+from .feed import changed
 from .port import UpdateResult, checked_config
 from .statements import DELETE_TAGS, ID, INSERT_TAG, agent_from_row, config_values, update_statement
 
@@ -71,6 +72,7 @@ def apply_update(
     # overwriting a concurrent update (on PostgreSQL the count is checked once the pipeline's
     # answers are in; the snapshot of an unchanged row would already have failed on its key).
     cursor.later(update_statement(fields), values, rowcount=1)
+    changed(cursor, "updated", name, meta.version, meta.updated_at)
     if "tags" in fields:
         cursor.send(DELETE_TAGS, {"agent_id": row[ID]})
         if merged.tags:

@@ -36,6 +36,7 @@ from ..versioning import (
     VersionLog,
     is_valid_label,
 )
+from .feed import changed
 from .statements import (
     BY_NAME,
     INSERT_AGENT,
@@ -120,6 +121,8 @@ def insert_agent(
     taken name fails the INSERT on the unique constraint). In a pipeline (PostgreSQL) the tags
     and the snapshot find the row by name, so nothing waits for its id: one round trip (and a
     first version leaves nothing to prune)."""
+    meta = agent.metadata
+    changed(cursor, "created", agent.name, meta.version, meta.updated_at)
     if cursor.pipeline is None:
         agent_id = insert_agents(cursor, [values])[agent.name]
         record_snapshot(cursor, agent_id, agent, message, keep)

@@ -19,7 +19,9 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ...models import ExecutionRecord
 from ...sqlexec import Cursor, Prepared
+from ..feed import FeedStatements
 from ..recording import record_run
+from ..signals import ChangeSignal, PollingSignal
 from ..statements import EXPORT_RECORDS
 
 T = TypeVar("T")
@@ -152,6 +154,26 @@ class EngineStrategy:
         if count_run is None:
             raise NotImplementedError(f"{self.name}: no statement counts a version's runs")
         write(lambda cursor: record_run(cursor, name, record, version, count_run))
+
+    # -- the change feed ---------------------------------------------------------------------------
+
+    #: A tenant's change counter moved by ``count`` changes (``feed.count_changes`` built on the
+    #: engine's upsert) and a named consumer's position stored (``feed.save_checkpoint``).
+    count_changes: ClassVar[Prepared | None] = None
+    save_checkpoint: ClassVar[Prepared | None] = None
+    #: Sent after a write's changes, to wake the engine's watchers (None: they poll).
+    notify_changes: ClassVar[Prepared | None] = None
+
+    def feed_statements(self) -> FeedStatements:
+        """The statements that append a write's changes (``feed.append_changes``)."""
+        if self.count_changes is None:
+            raise NotImplementedError(f"{self.name}: no statement counts the changes")
+        return FeedStatements(self.count_changes, self.notify_changes)
+
+    def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
+        """What tells a watcher of ``tenant``'s feed that a change may have committed: by
+        default its counter, read every ``signals.POLL_INTERVAL``."""
+        return PollingSignal(engine, tenant)
 
     # -- export and bulk loading -------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ Connection policy: ``acti_store.engine``; error codes: ``acti_store.dberrors``.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
@@ -41,6 +42,7 @@ from ...models import ExecutionRecord
 from ...schema import Counter, agents, executions
 from ...sqlexec import Answer, Compiled, Cursor, Prepared
 from ...tenancy import TENANT, TENANT_SETTING, tenant_param
+from ..feed import count_changes, save_checkpoint
 from ..recording import (
     RUN_COUNTERS,
     TRIM_BY_NAME,
@@ -48,6 +50,7 @@ from ..recording import (
     counter_values,
     why_unrecorded,
 )
+from ..signals import ChangeSignal, own_connection
 from ..statements import BY_NAME, EXECUTION_COLUMNS, record_values, records_of
 from ..version_statements import count_run
 from .base import EngineStrategy, Read, Write
@@ -310,12 +313,56 @@ class _BridgedConnection:
             await_only(manager.__aexit__(None, None, None))
 
 
+#: The channel of the change feed's notifications; the payload names the store's schema and the
+#: tenant (``ListenSignal``).
+CHANNEL: Final = "acti_changes"
+COUNT_CHANGES: Final = Prepared(count_changes(postgresql_insert))
+SAVE_CHECKPOINT: Final = Prepared(save_checkpoint(postgresql_insert))
+#: Sent by each write with changes: delivered to the listeners when (and if) it commits.
+NOTIFY_CHANGES: Final = Prepared(
+    select(func.pg_notify(CHANNEL, func.current_schema().concat(" ").concat(tenant_param())))
+)
+
+
+class ListenSignal:
+    """``LISTEN`` on a connection of its own: each write with changes notifies the channel
+    (``NOTIFY_CHANGES``) as it commits; the watcher sends no query while nothing changes."""
+
+    def __init__(self, engine: Engine, tenant: str) -> None:
+        self._connection = own_connection(engine)
+        driver = self._connection.driver_connection
+        driver.autocommit = True
+        schema = driver.execute("SELECT current_schema()").fetchone()[0]
+        driver.execute(f"LISTEN {CHANNEL}")
+        self._driver = driver
+        self._payload = f"{schema} {tenant}"
+
+    def arm(self) -> None:
+        """Nothing to do: a notification that comes before ``wait`` waits for it."""
+
+    def wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            for notify in self._driver.notifies(timeout=left, stop_after=1):
+                if notify.payload == self._payload:
+                    return
+
+    def close(self) -> None:
+        self._connection.close()
+
+
 class PostgresqlEngine(EngineStrategy):
     name = "postgresql"
     begin_snapshot = POSTGRES_BEGIN_SNAPSHOT
     begin_snapshot_statement = POSTGRES_BEGIN_SNAPSHOT_STATEMENT
     reads_in_autocommit = True
     async_engine = True
+    count_changes = COUNT_CHANGES
+    save_checkpoint = SAVE_CHECKPOINT
+    notify_changes = NOTIFY_CHANGES
+
+    def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
+        return ListenSignal(engine, tenant)
 
     def lock_wait_sql(self, seconds: float) -> str:
         return f"SET LOCAL lock_timeout = {wait_ms(seconds)}"

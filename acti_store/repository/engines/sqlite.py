@@ -12,10 +12,11 @@ connection, which costs no round trips; the version's counters by the upsert Pos
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-from sqlalchemy import Integer, bindparam, column, literal_column, select, table, text
+from sqlalchemy import Engine, Integer, bindparam, column, literal_column, select, table, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
@@ -24,6 +25,8 @@ from sqlalchemy.sql.elements import ColumnElement
 from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, wait_ms
 from ...schema import agents, version_stats
 from ...sqlexec import Cursor, Prepared
+from ..feed import count_changes, save_checkpoint
+from ..signals import ChangeSignal, own_connection
 from ..version_statements import count_run
 from .base import EngineStrategy
 
@@ -77,6 +80,43 @@ COUNT_RUN: Final = Prepared(
 )
 
 
+#: How often ``DataVersionSignal`` asks SQLite whether another connection committed.
+DATA_VERSION_INTERVAL: Final = 0.01
+
+
+class DataVersionSignal:
+    """SQLite's ``PRAGMA data_version`` on a connection of its own: it changes when another
+    connection commits to the file. No table is read; the check costs microseconds."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._connection = own_connection(engine)
+        self._cursor = self._connection.cursor()
+        self._seen = self._version()
+
+    def _version(self) -> int:
+        self._cursor.execute("PRAGMA data_version")
+        return int(self._cursor.fetchone()[0])
+
+    def arm(self) -> None:
+        self._seen = self._version()
+
+    def wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self._version() == self._seen:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(DATA_VERSION_INTERVAL, left))
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+#: A tenant's change counter moved: the upsert every engine with one shares.
+COUNT_CHANGES: Final = Prepared(count_changes(sqlite_insert))
+SAVE_CHECKPOINT: Final = Prepared(save_checkpoint(sqlite_insert))
+
+
 class SqliteEngine(EngineStrategy):
     name = "sqlite"
     begin_snapshot = SQLITE_BEGIN_READ
@@ -86,6 +126,11 @@ class SqliteEngine(EngineStrategy):
     driver_begins = False
     text_index = FtsTrigramIndex()
     count_run = COUNT_RUN
+    count_changes = COUNT_CHANGES
+    save_checkpoint = SAVE_CHECKPOINT
+
+    def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
+        return DataVersionSignal(engine)
 
     def lock_wait_sql(self, seconds: float) -> str:
         return f"PRAGMA busy_timeout = {wait_ms(seconds)}"

@@ -14,6 +14,7 @@ from ...validation import flag, integer, optional_message, optional_version
 from ...versioning import clone_message
 from ..arguments import checked_config, checked_update, storable
 from ..core import Role, agent_row
+from ..feed import changed
 from ..paging import agent_pages
 from ..port import UpdateResult
 from ..statements import (
@@ -108,7 +109,9 @@ class Agents(Role):
             forget_versions(cursor, row[ID], name, archive=not delete_history)
             cursor.send(DELETE_TAGS, {"agent_id": row[ID]})
             cursor.send(DELETE_AGENT, {"agent_id": row[ID]})
-            return agent_from_row(row)
+            agent = agent_from_row(row)
+            changed(cursor, "deleted", name, agent.metadata.version, self.now())
+            return agent
 
         agent = self._write(work)
         self._notify(name)

@@ -54,9 +54,11 @@ class Interchange(Role):
         on_conflict = checked_policy(on_conflict)  # before any write: a typo must not replace
         checked_source(items)
         # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
-        taken = self._core.kind.taken_names
+        kind = self._core.kind
+        taken, feed = kind.taken_names, kind.feed_statements()
         result = self._write(
-            lambda cursor: put_all(cursor, items(), on_conflict, taken), pipelined=False
+            lambda cursor: put_all(cursor, items(), on_conflict, taken, feed, self.now()),
+            pipelined=False,
         )
         written = [n for n, outcome in result.outcomes.items() if outcome != "skipped"]
         self._core.kind.after_bulk_put(self._core.engine, len(written))

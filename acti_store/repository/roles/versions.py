@@ -26,6 +26,7 @@ from ...versioning import (
     rollback_message,
 )
 from ..core import Role, agent_row
+from ..feed import changed
 from ..statements import ID, agent_from_row
 from ..updating import apply_update
 from ..version_statements import (
@@ -248,6 +249,9 @@ class Versions(Role):
         to_version: int | None,
         note: str | None,
     ) -> None:
+        """Log a label's move, and name it as a change of the feed (``label_set`` with the
+        version it points at now, ``label_removed`` with the one it pointed at)."""
+        moved_at = self.now()
         cursor.execute(
             INSERT_MOVE,
             {
@@ -256,10 +260,14 @@ class Versions(Role):
                 "label": label,
                 "from_version": from_version,
                 "to_version": to_version,
-                "moved_at": self.now(),
+                "moved_at": moved_at,
                 "note": note,
             },
         )
+        if to_version is None:
+            changed(cursor, "label_removed", name, from_version, moved_at, label)
+        else:
+            changed(cursor, "label_set", name, to_version, moved_at, label)
 
     def prune_versions(self, name: str, keep: int) -> int:
         keep = integer(keep, "keep", 0)
@@ -267,6 +275,9 @@ class Versions(Role):
         def work(cursor: Cursor) -> int:
             row = agent_row(cursor, name, for_update=True)
             current = agent_from_row(row).metadata.version
-            return cursor.execute(PRUNE, {"agent_id": row[ID], "current": current, "keep": keep})
+            pruned = cursor.execute(PRUNE, {"agent_id": row[ID], "current": current, "keep": keep})
+            if pruned:
+                changed(cursor, "versions_pruned", name, current, self.now())
+            return pruned
 
         return self._write(work, name=name)

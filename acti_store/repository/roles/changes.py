@@ -1,0 +1,203 @@
+"""The change feed role: read it (``changes``), prune it, keep consumers' positions, and watch
+it as changes commit (``watch``, ``awatch``). What a write appends, and how numbers follow
+commit order: ``repository.feed``; how a watcher is woken: ``repository.signals``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+from datetime import datetime
+from typing import Final, TypeVar
+
+from ...changes import CHANGES_LIMIT_DEFAULT, CHANGES_LIMIT_MAX, Change
+from ...dberrors import translated
+from ...errors import (
+    AgentStoreError,
+    ChangesExpiredError,
+    InvalidInputError,
+    StoreUnavailableError,
+)
+from ...models import is_valid_name
+from ...sqlexec import Cursor
+from ...validation import instance, integer, quoted
+from ..core import Role
+from ..feed import (
+    CHECKPOINT,
+    FEED,
+    LAST_SEQ,
+    change_from_row,
+    feed_rows,
+    prune,
+)
+from ..signals import ChangeSignal
+
+T = TypeVar("T")
+
+#: The longest a watcher waits on its signal before it reads the feed anyway.
+WAIT_SLICE: Final = 1.0
+#: A watcher's pauses after a failure, doubling up to the last.
+RETRY_FIRST, RETRY_MAX = 0.1, 5.0
+#: The largest change number (a counter column's range).
+SEQ_MAX: Final = 2**63 - 1
+
+
+def _position(value: object, field: str = "after") -> int:
+    return integer(value, field, 0, SEQ_MAX)
+
+
+def _consumer(name: object) -> str:
+    if not is_valid_name(name):
+        raise InvalidInputError(
+            "argument", [("name", f"{quoted(name)} is not a consumer name (the agent-name rule)")]
+        )
+    assert isinstance(name, str)
+    return name
+
+
+class Changes(Role):
+    """``changes``, ``last_change``, ``prune_changes``, ``checkpoint``, ``save_checkpoint``,
+    ``watch`` and ``awatch`` of the repository."""
+
+    def changes(self, after: int | None = None, limit: int = CHANGES_LIMIT_DEFAULT) -> list[Change]:
+        start = None if after is None else _position(after)
+        limit = integer(limit, "limit", 1, CHANGES_LIMIT_MAX)
+        tenant = self._core.tenant
+
+        def work(cursor: Cursor) -> list[Change]:
+            rows = cursor.all(FEED, {"after": start or 0, "limit": limit})
+            last, pruned, found = feed_rows(rows)
+            if start is not None and (start < pruned or start > last):
+                raise ChangesExpiredError(start, pruned + 1, last)
+            return [change_from_row(r, tenant) for r in found]
+
+        return self._read(work)
+
+    def last_change(self) -> int:
+        def work(cursor: Cursor) -> int:
+            row = cursor.first(LAST_SEQ)
+            return 0 if row is None else int(row[0])
+
+        return self._read(work)
+
+    def prune_changes(self, before: datetime) -> int:
+        instance(before, datetime, "before")
+        if before.tzinfo is None:
+            raise InvalidInputError("argument", [("before", "must carry its time zone")])
+
+        return self._write(lambda cursor: prune(cursor, before))
+
+    def checkpoint(self, name: str) -> int | None:
+        name = _consumer(name)
+
+        def work(cursor: Cursor) -> int | None:
+            row = cursor.first(CHECKPOINT, {"name": name})
+            return None if row is None else int(row[0])
+
+        return self._read(work)
+
+    def save_checkpoint(self, name: str, seq: int) -> None:
+        name = _consumer(name)
+        seq = _position(seq, "seq")
+        statement = self._core.kind.save_checkpoint
+        if statement is None:
+            raise NotImplementedError(f"{self._core.kind.name}: no statement saves a checkpoint")
+        values = {"name": name, "seq": seq, "saved_at": self.now()}
+        self._write(lambda cursor: cursor.send(statement, values))
+
+    # -- watching ----------------------------------------------------------------------------------
+
+    def _signal(self) -> ChangeSignal:
+        core = self._core
+        return core.kind.change_signal(core.engine, core.tenant)
+
+    def _start(self, after: int | None) -> int:
+        return self.last_change() if after is None else _position(after)
+
+    def watch(self, after: int | None = None, *, timeout: float | None = None) -> Iterator[Change]:
+        position = self._start(after)
+        return _Watch(self, position, timeout).run()
+
+    async def awatch(self, after: int | None = None) -> AsyncIterator[Change]:
+        # One thread of its own: the signal's connection is used by one thread at a time.
+        with ThreadPoolExecutor(1, thread_name_prefix="acti-store-watch") as thread:
+            loop = asyncio.get_running_loop()
+
+            def off_loop(call: Callable[[], T]) -> asyncio.Future[T]:
+                return loop.run_in_executor(thread, call)
+
+            watch = _Watch(self, await off_loop(lambda: self._start(after)), None)
+            try:
+                while True:
+                    batch = await off_loop(watch.step)
+                    for change in batch:
+                        yield change
+            finally:
+                thread.submit(watch.close)
+
+
+class _Watch:
+    """One watcher's loop: arm the signal, read what is new, wait on the signal; a lost
+    connection (the signal's or the reads') is made again after a pause, and the watcher goes
+    on from its position."""
+
+    def __init__(self, role: Changes, position: int, timeout: float | None) -> None:
+        self._role = role
+        self._dbapi = role._core.dbapi
+        self.position = position
+        self._timeout = timeout
+        self._signal: ChangeSignal | None = None
+        self._retry = RETRY_FIRST
+        self._quiet_since = time.monotonic()
+
+    def run(self) -> Iterator[Change]:
+        try:
+            while True:
+                batch = self.step()
+                yield from batch
+                if not batch and self._timed_out():
+                    return
+        finally:
+            self.close()
+
+    def _timed_out(self) -> bool:
+        timeout = self._timeout
+        return timeout is not None and time.monotonic() - self._quiet_since >= timeout
+
+    def step(self) -> list[Change]:
+        """The next changes, once there are any (or none, after a wait on the signal)."""
+        try:
+            if self._signal is None:
+                self._signal = self._role._signal()
+            self._signal.arm()
+            batch = self._role.changes(self.position, CHANGES_LIMIT_MAX)
+            if not batch:
+                wait = WAIT_SLICE
+                if self._timeout is not None:
+                    wait = min(wait, self._timeout - (time.monotonic() - self._quiet_since))
+                if wait > 0:
+                    self._signal.wait(wait)
+                self._retry = RETRY_FIRST
+                return []
+        except Exception as exc:
+            error = exc if isinstance(exc, AgentStoreError) else translated(exc, self._dbapi)
+            if not isinstance(error, StoreUnavailableError) or not error.transient:
+                if error is None or error is exc:
+                    raise
+                raise error from exc
+            self.close()  # made again on the next step
+            time.sleep(self._retry)
+            self._retry = min(self._retry * 2, RETRY_MAX)
+            return []
+        self._retry = RETRY_FIRST
+        self.position = batch[-1].seq
+        self._quiet_since = time.monotonic()
+        return batch
+
+    def close(self) -> None:
+        signal, self._signal = self._signal, None
+        if signal is not None:
+            with suppress(Exception):  # a connection already lost: nothing to release
+                signal.close()

@@ -1,0 +1,76 @@
+"""How a watcher of the change feed learns that a change may have committed, without reading
+the feed while nothing changes (``roles.changes``: ``watch``, ``awatch``).
+
+A ``ChangeSignal`` holds a connection of its own, outside the store's pool: ``arm`` before the
+watcher reads the feed, ``wait`` after it has read everything, returning once a change may have
+committed since ``arm`` (or at the timeout). A signal that wakes for nothing only costs a read.
+The engines' own signals (PostgreSQL's LISTEN, SQLite's data version) are in their modules; this
+is the one every engine can use: the tenant's counter row read by its key, every ``interval``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Final, Protocol
+
+from sqlalchemy import Engine
+
+from ..sqlexec import Cursor
+from .feed import LAST_SEQ
+
+#: How often ``PollingSignal`` reads the counter: commit-to-delivery within that (and a read).
+POLL_INTERVAL: Final = 0.05
+
+
+class ChangeSignal(Protocol):
+    def arm(self) -> None:
+        """Before a read of the feed: from now on, a committed change wakes ``wait``."""
+
+    def wait(self, timeout: float) -> None:
+        """Return once a change may have committed since ``arm``, or after ``timeout`` seconds;
+        a lost connection raises the driver's error (the watcher reconnects)."""
+
+    def close(self) -> None: ...
+
+
+def own_connection(engine: Engine) -> Any:
+    """A connection of ``engine`` (set up as the store's are) that its pool forgets: a signal
+    keeps it for as long as it watches."""
+    connection = engine.raw_connection()
+    connection.detach()
+    return connection
+
+
+class PollingSignal:
+    """The tenant's newest change number, read by its key every ``interval`` seconds on a
+    connection in autocommit (each read sees the latest commit)."""
+
+    def __init__(self, engine: Engine, tenant: str, interval: float = POLL_INTERVAL) -> None:
+        self._connection = own_connection(engine)
+        driver = self._connection.driver_connection
+        if callable(driver.autocommit):  # PyMySQL, mysqlclient
+            driver.autocommit(True)
+        else:
+            driver.autocommit = True
+        self._cursor = Cursor(self._connection.cursor(), engine.dialect)
+        self._cursor.tenant = tenant
+        self._interval = interval
+        self._seen: Any = None
+
+    def _last(self) -> Any:
+        row = self._cursor.first(LAST_SEQ)
+        return None if row is None else row[0]
+
+    def arm(self) -> None:
+        self._seen = self._last()
+
+    def wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self._last() == self._seen:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(self._interval, left))
+
+    def close(self) -> None:
+        self._connection.close()
