@@ -42,6 +42,9 @@ logger = logging.getLogger(__name__)
 
 #: Changes read at a time when the follower catches up.
 CATCH_UP_PAGE: Final = 500
+#: The longest the follower watches with nothing new before it confirms again (and sees
+#: ``close``): each watch holds a connection of its own, so not much shorter.
+WATCH_SLICE: Final = 1.0
 #: How long ``close`` waits for the follower to stop, at most (it is a daemon thread).
 CLOSE_WAIT: Final = 5.0
 
@@ -69,8 +72,13 @@ class ConfigCache:
         self._confirmed_at = float("-inf")
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        try:  # where the feed is before the first get (else the follower starts it, dropping
+            start: int | None = self._start()  # what was read meanwhile)
+        except Exception:
+            logger.warning("config cache: the change feed cannot be read", exc_info=True)
+            start = None
         self._follower = threading.Thread(
-            target=self._follow, name="acti-store-config-cache", daemon=True
+            target=self._follow, args=(start,), name="acti-store-config-cache", daemon=True
         )
         self._follower.start()
 
@@ -130,10 +138,9 @@ class ConfigCache:
 
     # -- following the change feed ---------------------------------------------------------------
 
-    def _follow(self) -> None:
-        """The follower thread: catch up (which confirms), then watch until the next
-        confirmation is due; again until ``close``."""
-        position: int | None = None
+    def _follow(self, position: int | None) -> None:
+        """The follower thread, from ``position`` (None: from now): catch up (which confirms),
+        then watch until the next confirmation is due; again until ``close``."""
         failing = False
         while not self._stop.is_set():
             try:
@@ -153,7 +160,7 @@ class ConfigCache:
     def _watch(self, position: int) -> int:
         """Apply changes as they commit until a confirmation is due (or ``close``); the
         position reached."""
-        watch = self._repo.watch(after=position, timeout=self._interval)
+        watch = self._repo.watch(after=position, timeout=min(self._interval, WATCH_SLICE))
         try:
             for change in watch:
                 self._apply([change])
@@ -209,7 +216,7 @@ class ConfigCache:
         """Stop the follower (gets go on, reading the store once pointers age out)."""
         self._stop.set()
         if self._follower.is_alive() and self._follower is not threading.current_thread():
-            self._follower.join(max(CLOSE_WAIT, self._interval * 2))
+            self._follower.join(CLOSE_WAIT)
 
     def __enter__(self) -> ConfigCache:
         return self
