@@ -44,6 +44,7 @@ class TestSqlConformance(RepositoryConformance):
     one on the same engine (``conftest.fresh_store``)."""
 
     supports_processes = True
+    supports_changes = True
 
     @pytest.fixture(autouse=True)
     def _stores(

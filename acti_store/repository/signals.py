@@ -34,11 +34,12 @@ class ChangeSignal(Protocol):
 
 
 def own_connection(engine: Engine) -> Any:
-    """A connection of ``engine`` (set up as the store's are) that its pool forgets: a signal
-    keeps it for as long as it watches."""
+    """The driver's connection of a connection of ``engine`` (set up as the store's are) that
+    its pool forgets: a signal keeps it for as long as it watches, and closes it."""
     connection = engine.raw_connection()
+    driver = connection.driver_connection
     connection.detach()
-    return connection
+    return driver
 
 
 class PollingSignal:
@@ -46,8 +47,7 @@ class PollingSignal:
     connection in autocommit (each read sees the latest commit)."""
 
     def __init__(self, engine: Engine, tenant: str, interval: float = POLL_INTERVAL) -> None:
-        self._connection = own_connection(engine)
-        driver = self._connection.driver_connection
+        self._connection = driver = own_connection(engine)
         if callable(driver.autocommit):  # PyMySQL, mysqlclient
             driver.autocommit(True)
         else:

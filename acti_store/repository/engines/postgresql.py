@@ -329,8 +329,7 @@ class ListenSignal:
     (``NOTIFY_CHANGES``) as it commits; the watcher sends no query while nothing changes."""
 
     def __init__(self, engine: Engine, tenant: str) -> None:
-        self._connection = own_connection(engine)
-        driver = self._connection.driver_connection
+        self._connection = driver = own_connection(engine)
         driver.autocommit = True
         schema = driver.execute("SELECT current_schema()").fetchone()[0]
         driver.execute(f"LISTEN {CHANNEL}")

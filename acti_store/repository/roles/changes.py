@@ -121,21 +121,25 @@ class Changes(Role):
         return _Watch(self, position, timeout).run()
 
     async def awatch(self, after: int | None = None) -> AsyncIterator[Change]:
-        # One thread of its own: the signal's connection is used by one thread at a time.
-        with ThreadPoolExecutor(1, thread_name_prefix="acti-store-watch") as thread:
-            loop = asyncio.get_running_loop()
+        # A thread of its own: the signal's connection is used by one thread at a time, and a
+        # wait on it never holds up the loop (nor does ending the watch: the thread is not
+        # waited for, it closes the signal once its step is over).
+        thread = ThreadPoolExecutor(1, thread_name_prefix="acti-store-watch")
+        loop = asyncio.get_running_loop()
 
-            def off_loop(call: Callable[[], T]) -> asyncio.Future[T]:
-                return loop.run_in_executor(thread, call)
+        def off_loop(call: Callable[[], T]) -> asyncio.Future[T]:
+            return loop.run_in_executor(thread, call)
 
+        watch: _Watch | None = None
+        try:
             watch = _Watch(self, await off_loop(lambda: self._start(after)), None)
-            try:
-                while True:
-                    batch = await off_loop(watch.step)
-                    for change in batch:
-                        yield change
-            finally:
+            while True:
+                for change in await off_loop(watch.step):
+                    yield change
+        finally:
+            if watch is not None:
                 thread.submit(watch.close)
+            thread.shutdown(wait=False)
 
 
 class _Watch:

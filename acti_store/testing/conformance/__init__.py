@@ -16,8 +16,9 @@ their log, export and import. It uses only the public ``AgentRepository`` API an
 own clock (``repo.now()``), never SQL and never a sleep.
 
 Optional groups switch on with class attributes: ``supports_async`` (on by default: every
-``AgentRepository`` has its coroutine twins) and ``supports_processes`` (several handles on one
-store; define ``open_again(repo)`` too). A test of a group that is off is skipped, saying so.
+``AgentRepository`` has its coroutine twins), ``supports_processes`` (several handles on one
+store; define ``open_again(repo)`` too) and ``supports_changes`` (the change feed). A test of a
+group that is off is skipped, saying so.
 
 The kit needs pytest: ``pip install "acti-store[dev]"`` or ``pip install pytest``. Importing
 ``acti_store`` never imports it; importing this module does.
@@ -29,7 +30,7 @@ from .agents import CloneRules, CreateRules, DeleteRules, ErrorTypes, UpdateRule
 from .base import ConformanceBase, make_config, refused, run
 from .history import HistoryRules
 from .interchange import InterchangeRules
-from .optional import AsyncRules, ProcessRules
+from .optional import AsyncRules, ChangeFeedRules, ProcessRules
 from .search import PagingRules, SearchRules
 from .versions import LabelRules, VersionRules
 
@@ -48,6 +49,7 @@ class RepositoryConformance(
     InterchangeRules,
     AsyncRules,
     ProcessRules,
+    ChangeFeedRules,
 ):
     """Every rule of the repository contract, as pytest tests. Define ``make_repository``."""
 

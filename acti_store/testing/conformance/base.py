@@ -103,6 +103,9 @@ class ConformanceBase(ABC):
     #: Several handles on one store, as several processes would hold it: define
     #: ``open_again`` too. Off by default (an in-memory store has one handle only).
     supports_processes: ClassVar[bool] = False
+    #: The change feed (``changes``, ``prune_changes``, checkpoints). Off by default: a port
+    #: without one raises ``NotImplementedError``.
+    supports_changes: ClassVar[bool] = False
 
     @abstractmethod
     def make_repository(self) -> AgentRepository:

@@ -1,13 +1,15 @@
-"""The optional groups: the async twins (``supports_async``) and several handles on one store,
-as several processes hold it (``supports_processes`` with ``open_again``)."""
+"""The optional groups: the async twins (``supports_async``), several handles on one store, as
+several processes hold it (``supports_processes`` with ``open_again``), and the change feed
+(``supports_changes``)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 
-from ...errors import AgentNotFoundError, VersionConflictError
+from ...errors import AgentNotFoundError, ChangesExpiredError, VersionConflictError
 from ...models import HISTORY_MAX_RECORDS, SearchQuery
 from ...repository import AgentRepository
 from .base import ConformanceBase, make_config, refused, run
@@ -121,3 +123,38 @@ class ProcessRules(ConformanceBase):
             assert kept == HISTORY_MAX_RECORDS, f"FIFO: two writers keep 50 records, not {kept}"
         finally:
             other.close()
+
+
+class ChangeFeedRules(ConformanceBase):
+    def test_every_write_appends_one_change_in_commit_order(self, repo: AgentRepository) -> None:
+        self.requires("supports_changes")
+        repo.create(make_config())
+        repo.update("lead_qualifier", {"model": "openai:gpt-4o"})
+        repo.set_label("lead_qualifier", "production", 2)
+        repo.record_execution("lead_qualifier", _record(repo))  # a run is not a change
+        repo.delete("lead_qualifier")
+        seen = [(c.seq, c.kind, c.agent, c.version, c.label) for c in repo.changes()]
+        assert seen == [
+            (1, "created", "lead_qualifier", 1, None),
+            (2, "updated", "lead_qualifier", 2, None),
+            (3, "label_set", "lead_qualifier", 2, "production"),
+            (4, "deleted", "lead_qualifier", 2, None),
+        ], "FEED: one change per write, numbered from 1 in commit order, runs excluded"
+        assert repo.last_change() == 4, "FEED: last_change is the newest seq"
+        after = [c.seq for c in repo.changes(after=2, limit=1)]
+        assert after == [3], "FEED: changes(after, limit) starts after `after`"
+
+    def test_a_pruned_position_is_refused(self, repo: AgentRepository) -> None:
+        self.requires("supports_changes")
+        repo.create(make_config())
+        repo.update("lead_qualifier", {"model": "openai:gpt-4o"})
+        assert repo.prune_changes(repo.now() + timedelta(seconds=1)) == 2, "FEED: prune count"
+        with refused(ChangesExpiredError, "FEED: a pruned position raises ChangesExpiredError"):
+            repo.changes(after=1)
+        assert repo.changes(after=2) == [], "FEED: a position at the newest change is valid"
+
+    def test_a_checkpoint_keeps_a_position(self, repo: AgentRepository) -> None:
+        self.requires("supports_changes")
+        assert repo.checkpoint("relay") is None, "FEED: an unknown checkpoint is None"
+        repo.save_checkpoint("relay", 3)
+        assert repo.checkpoint("relay") == 3, "FEED: save_checkpoint then checkpoint"
