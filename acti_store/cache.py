@@ -2,36 +2,39 @@
 from memory and never staler than ``max_staleness`` seconds.
 
 Two maps. Versions are immutable, so ``(name, version) -> AgentVersion`` is kept for good (an
-agent's entries go when a ``deleted`` change for it arrives: the name can be reused). Pointers
-``(name, label | None) -> version`` are what changes; a background daemon thread follows the
-store's change feed (``repo.watch``) and drops the pointers of every agent a change names,
-whichever process made it.
+agent's entries go when a ``deleted`` change for it arrives: the name can be reused).
+Pointers ``(name, label | None) -> version`` are what changes: two daemon threads follow the
+store's change feed and drop the pointers of every agent a change names, whichever process made
+it. The watcher applies changes as they commit (``repo.watch``: PostgreSQL's LISTEN, SQLite's
+data version, a poll on MariaDB), on one connection for as long as it watches. The confirmer,
+every ``max_staleness / 2`` seconds, applies whatever the watcher has not yet
+(``repo.changes`` after the position; nothing, normally) and so confirms that every change
+committed before it began is applied.
 
-The guarantee holds with the feed down too: a pointer is trusted only while it is fresh, i.e.
-read from the store, or confirmed by the follower (every change committed before the
-confirmation applied), less than ``max_staleness`` seconds ago. The follower confirms at least
-every ``max_staleness / 2`` (``repo.changes`` after its position: nothing left, or everything
-left applied); when it cannot (store down, feed broken), pointers age out and ``get`` reads the
-store again, raising the store's own errors (``AgentNotFoundError``, ``LabelNotFoundError``...).
+The guarantee holds with the feed down too: a pointer is trusted only while it was read from
+the store, or confirmed, less than ``max_staleness`` seconds ago. When the confirmer cannot
+read the store (or the feed is broken), pointers age out and ``get`` reads the store again,
+raising the store's own errors (``AgentNotFoundError``, ``LabelNotFoundError``...).
 
-A hit is two dict lookups, a tuple unpack and ``time.monotonic()``: no lock. The follower and a
-miss's write-back take a lock; a pointer read while the follower dropped that agent's pointers
-is not kept (a per-agent generation, and a global one for a reset of the follower).
+A hit is a dict lookup, a tuple unpack and ``time.monotonic()``: no lock. The threads and a
+miss's write-back take a lock; a pointer read while the threads dropped that agent's pointers
+is not kept (a generation per agent, and one for every restart from the newest change).
 
 ``AgentVersion.labels`` (the labels pointing at a version) is as fresh as the pointer that served
-it: an entry read again that differs replaces the kept one, an equal one keeps the kept object.
+it: a version read again that differs replaces the kept one, an equal one keeps the kept object.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
-from .errors import ChangesExpiredError
+from .errors import AgentStoreError, ChangesExpiredError
 
 if TYPE_CHECKING:
     from .changes import Change
@@ -42,10 +45,12 @@ logger = logging.getLogger(__name__)
 
 #: Changes read at a time when the follower catches up.
 CATCH_UP_PAGE: Final = 500
-#: The longest the follower watches with nothing new before it confirms again (and sees
-#: ``close``): each watch holds a connection of its own, so not much shorter.
-WATCH_SLICE: Final = 1.0
-#: How long ``close`` waits for the follower to stop, at most (it is a daemon thread).
+#: The longest a watch goes on with nothing new before the watcher looks at ``close``: each
+#: watch holds a connection of its own (PostgreSQL's LISTEN...), so not much shorter.
+WATCH_SLICE: Final = 5.0
+#: The watcher's pause after a failed watch, seconds.
+RETRY: Final = 1.0
+#: How long ``close`` waits for the confirmer to stop, at most (both threads are daemons).
 CLOSE_WAIT: Final = 5.0
 
 _Key = tuple[str, str | None]
@@ -72,15 +77,17 @@ class ConfigCache:
         self._confirmed_at = float("-inf")
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        try:  # where the feed is before the first get (else the follower starts it, dropping
-            start: int | None = self._start()  # what was read meanwhile)
-        except Exception:
-            logger.warning("config cache: the change feed cannot be read", exc_info=True)
-            start = None
-        self._follower = threading.Thread(
-            target=self._follow, args=(start,), name="acti-store-config-cache", daemon=True
-        )
-        self._follower.start()
+        #: The newest change applied (None: not known; the next ``_start`` finds it).
+        self._position: int | None = None
+        # Where the feed is, before the first get (a start later drops what was read before).
+        with contextlib.suppress(AgentStoreError):
+            self._start()
+        self._threads = [
+            threading.Thread(target=work, name=f"acti-store-config-cache-{role}", daemon=True)
+            for role, work in (("watch", self._watch), ("confirm", self._confirm))
+        ]
+        for thread in self._threads:
+            thread.start()
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -138,69 +145,85 @@ class ConfigCache:
 
     # -- following the change feed ---------------------------------------------------------------
 
-    def _follow(self, position: int | None) -> None:
-        """The follower thread, from ``position`` (None: from now): catch up (which confirms),
-        then watch until the next confirmation is due; again until ``close``."""
-        failing = False
+    def _watch(self) -> None:
+        """The watcher thread: apply changes as they commit (``repo.watch``, one connection
+        held while it watches), from the position; a watch ends after ``WATCH_SLICE`` seconds
+        with nothing new, so that ``close`` is seen."""
         while not self._stop.is_set():
             try:
+                position = self._position
                 if position is None:
                     position = self._start()
-                position = self._catch_up(position)
+                watch = self._repo.watch(after=position, timeout=WATCH_SLICE)
+                try:
+                    for change in watch:
+                        self._apply([change])
+                        if self._stop.is_set():
+                            break
+                finally:
+                    close = getattr(watch, "close", None)
+                    if close is not None:
+                        close()
+            except ChangesExpiredError:  # changes it had not read were pruned
+                self._position = None
+            except Exception:  # the confirmer keeps pointers honest meanwhile
+                if not self._stop.is_set():
+                    logger.debug("config cache: the watch failed", exc_info=True)
+                self._stop.wait(RETRY)
+
+    def _confirm(self) -> None:
+        """The confirmer thread: every ``max_staleness / 2`` seconds, apply whatever the
+        watcher has not (``_catch_up``), which confirms; when the store cannot be read,
+        confirmations stop and pointers age out."""
+        failing = False
+        while True:
+            try:
+                if self._position is None:
+                    self._start()
+                self._catch_up()
                 failing = False
-                position = self._watch(position)
-            except ChangesExpiredError:
-                position = None  # changes it had not read were pruned: start again from now
-            except Exception:  # the feed is down: pointers age out meanwhile, gets read the store
+                wait = max(0.0, self._interval - (time.monotonic() - self._confirmed_at))
+            except ChangesExpiredError:  # changes it had not read were pruned: from now
+                self._position, wait = None, 0.0
+            except Exception:  # the feed is down: gets read the store once pointers age out
                 if not failing:
                     logger.warning("config cache: the change feed failed", exc_info=True)
-                failing = True
-                self._stop.wait(self._interval)
-
-    def _watch(self, position: int) -> int:
-        """Apply changes as they commit until a confirmation is due (or ``close``); the
-        position reached."""
-        watch = self._repo.watch(after=position, timeout=min(self._interval, WATCH_SLICE))
-        try:
-            for change in watch:
-                self._apply([change])
-                position = change.seq
-                if self._stop.is_set() or time.monotonic() - self._confirmed_at >= self._interval:
-                    break
-        finally:
-            close = getattr(watch, "close", None)
-            if close is not None:
-                close()
-        return position
+                failing, wait = True, self._interval
+            if self._stop.wait(wait):
+                return
 
     def _start(self) -> int:
-        """Start following from now: every pointer kept so far is dropped (the changes before
-        now are not read), and everything before now counts as applied."""
+        """Follow from now: every pointer kept so far is dropped (the changes before now are not
+        read), and everything committed before now counts as applied."""
         started = time.monotonic()
         position = self._repo.last_change()
         with self._lock:
             self._resets += 1
             self._pointers.clear()
             self._labels.clear()
+            self._position = position
             self._confirmed_at = started
         return position
 
-    def _catch_up(self, position: int) -> int:
-        """Apply every change after ``position``; then every change committed before this
-        call began is applied: confirmed."""
+    def _catch_up(self) -> None:
+        """Apply every change after the position: then every change committed before this call
+        began is applied (confirmed)."""
         started = time.monotonic()
         while True:
+            position = self._position
+            if position is None:
+                return  # the watcher found the feed pruned: ``_start`` again
             changes = self._repo.changes(after=position, limit=CATCH_UP_PAGE)
             self._apply(changes)
-            if changes:
-                position = changes[-1].seq
             if len(changes) < CATCH_UP_PAGE:
                 break
         self._confirmed_at = started
-        return position
 
-    def _apply(self, changes: Iterable[Change]) -> None:
-        """Drop the pointers of each agent ``changes`` name (and a deleted agent's versions)."""
+    def _apply(self, changes: Sequence[Change]) -> None:
+        """Drop the pointers of each agent ``changes`` name (and a deleted agent's versions),
+        and move the position past them (the watcher and the confirmer may both apply one)."""
+        if not changes:
+            return
         with self._lock:
             for change in changes:
                 name = change.agent
@@ -209,14 +232,19 @@ class ConfigCache:
                     self._pointers.pop((name, label), None)
                 if change.kind == "deleted":
                     self._versions.pop(name, None)
+            if self._position is not None:
+                self._position = max(self._position, changes[-1].seq)
 
     # -- closing -----------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the follower (gets go on, reading the store once pointers age out)."""
+        """Stop following the feed: the confirmer at once, the watcher once its watch ends
+        (``WATCH_SLICE`` at most; not waited for). Gets go on, reading the store once pointers
+        age out."""
         self._stop.set()
-        if self._follower.is_alive() and self._follower is not threading.current_thread():
-            self._follower.join(CLOSE_WAIT)
+        confirmer = self._threads[1]
+        if confirmer is not threading.current_thread():
+            confirmer.join(CLOSE_WAIT)
 
     def __enter__(self) -> ConfigCache:
         return self
