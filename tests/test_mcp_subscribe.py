@@ -14,7 +14,7 @@ import anyio
 import pytest
 from conftest import make_config
 from mcp import types
-from mcp_harness import acti_store, served
+from mcp_harness import acti_store, free_port, http_process, http_session, served
 from test_config_cache import committed_at, in_another_process
 
 from acti_store import open_repository
@@ -116,3 +116,45 @@ async def test_a_write_through_the_server_is_notified_once(store_url: str, tmp_p
 
     assert own == [updated("acti://agents/a")]
     assert theirs == [updated("acti://agents/a")]  # the feed's own-write change was not sent
+
+
+async def test_over_http_the_feed_goes_on_when_the_session_following_it_leaves(
+    store_url: str, tmp_path: Path
+) -> None:
+    """One session of a server follows the feed for all of them (the first one): when it
+    ends, the next one takes over from the same position."""
+    with closing(open_repository(store_url)) as repo:
+        repo.create(make_config("a"))
+    first_notes, second_notes = Notes(), Notes()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    argv = acti_store("serve-mcp", "--url", store_url)
+    subscribed, leave, left = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def first_session() -> None:  # the first session: it follows the feed
+        async with http_session(url, message_handler=first_notes) as first:
+            await first.subscribe_resource("acti://agents/a")
+            subscribed.set()
+            await leave.wait()
+        left.set()
+
+    with http_process(argv, port, tmp_path / "log"):
+        async with anyio.create_task_group() as group:
+            group.start_soon(first_session)
+            await subscribed.wait()
+            async with http_session(url, message_handler=second_notes) as second:
+                await second.subscribe_resource("acti://agents/a")
+                writer = in_another_process(store_url, ("update", ["a", {"tags": ["both"]}]))
+                both = (
+                    await first_notes.wait_for("acti://agents/a"),
+                    await second_notes.wait_for("acti://agents/a"),
+                )
+                committed_at(writer)
+                leave.set()
+                await left.wait()
+                writer = in_another_process(store_url, ("update", ["a", {"tags": ["second"]}]))
+                after = await second_notes.wait_for("acti://agents/a")
+                committed_at(writer)
+
+    assert both == ([updated("acti://agents/a")], [updated("acti://agents/a")])
+    assert after == [updated("acti://agents/a")]

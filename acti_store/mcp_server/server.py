@@ -87,7 +87,12 @@ def build_server(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Server[Any, Any]) -> AsyncIterator[dict[str, Any]]:
-        async with notifier.feed.following(await builder.arepo()):
+        try:
+            repo = await builder.arepo()
+        except AgentStoreError:  # served without the feed: the tools say what is wrong
+            yield {}
+            return
+        async with notifier.feed.following(repo):
             yield {}
 
     server = McpServer(
