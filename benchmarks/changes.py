@@ -33,6 +33,7 @@ from typing import Final
 
 from acti_store import AgentConfig, ConfigCache, SqlAgentRepository, open_repository
 
+from .measure import code_fingerprint, git_state
 from .report import ACTI_MYSQL, ACTI_POSTGRES
 from .stores import Stores
 
@@ -165,7 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.mysql_url:
         engines.append(("MariaDB", stores.spec(ACTI_MYSQL, "changes").location))
     engines += [(url.split(":", 1)[0], url) for url in args.url]
-    lines = [f"benchmarks.changes, load average at start {os.getloadavg()[0]:.1f}"]
+    state = git_state()
+    lines = [
+        f"benchmarks.changes, commit {state['commit']}"
+        f"{' (acti_store modified)' if state['acti_store_dirty'] else ''}, code "
+        f"{code_fingerprint()}, {os.cpu_count()} CPUs, load average at start "
+        f"{os.getloadavg()[0]:.1f}"
+    ]
     print(lines[0], flush=True)
     met = True
     try:
