@@ -11,7 +11,8 @@ A session starts once the position is known (one ``alast_change``, when no sessi
 so a change made after the client's first request reaches it. A store that cannot be read then
 delays a session by ``START_WAIT`` at most; the leader tries again every ``RETRY`` seconds. When
 changes the leader had not read were pruned (``ChangesExpiredError``), it starts again from the
-newest one and calls ``lost``: what changed meanwhile is unknown.
+newest one and calls ``lost``: what changed meanwhile is unknown. A store that keeps no change
+feed (an ``AgentRepository`` of its own) is served without one.
 """
 
 from __future__ import annotations
@@ -59,11 +60,9 @@ class FeedFollower:
             self._leader = anyio.Lock()
         self._sessions += 1
         try:
-            if self._position is None:
-                with anyio.move_on_after(START_WAIT), contextlib.suppress(AgentStoreError):
-                    position = await repo.alast_change()
-                    if self._position is None:
-                        self._position = position
+            if self._position is None and not await self._start(repo):
+                yield  # a store without a change feed: nothing to follow
+                return
             async with anyio.create_task_group() as group:
                 group.start_soon(self._lead, repo, self._leader)
                 try:
@@ -74,6 +73,18 @@ class FeedFollower:
             self._sessions -= 1
             if not self._sessions:
                 self._position = None
+
+    async def _start(self, repo: AgentRepository) -> bool:
+        """Where the feed is now, before the session starts (``START_WAIT`` at most: else the
+        leader finds it); False when the store keeps no change feed."""
+        with anyio.move_on_after(START_WAIT), contextlib.suppress(AgentStoreError):
+            try:
+                position = await repo.alast_change()
+            except NotImplementedError:
+                return False
+            if self._position is None:
+                self._position = position
+        return True
 
     async def _lead(self, repo: AgentRepository, leader: anyio.Lock) -> None:
         """Once this session leads: follow the feed until the session ends."""
@@ -91,6 +102,8 @@ class FeedFollower:
                         self._position = change.seq
                 except ChangesExpiredError:  # start again from the newest change
                     self._position, missed = None, True
+                except NotImplementedError:  # a store without a change feed
+                    return
                 except Exception:  # the store is down, or a bug: logged, then again
                     logger.warning("MCP server: the change feed failed", exc_info=True)
                     await anyio.sleep(RETRY)
