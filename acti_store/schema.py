@@ -363,10 +363,12 @@ class TenantRow(Base):
 class ChangeRow(TenantColumn, Base):
     """The change feed (``acti_store.changes``): one row per change of a configuration, written
     in the change's own transaction; ``seq`` numbers a tenant's changes in commit order
-    (``ChangeCounterRow``). No foreign key: a deleted agent's changes stay."""
+    (``ChangeCounterRow``). No foreign key: a deleted agent's changes stay. One B-tree, written
+    by every write of a configuration: ``WITHOUT ROWID`` on SQLite, and no index of ``at`` (a
+    prune, rare, reads the tenant's changes to find where to cut)."""
 
     __tablename__ = "agent_changes"
-    __table_args__ = (Index("ix_agent_changes_tenant_at", "tenant", "at"), TABLE_OPTIONS)
+    __table_args__ = ({"sqlite_with_rowid": False, **TABLE_OPTIONS},)
 
     tenant: Mapped[str] = mapped_column(
         String(NAME_MAX_LENGTH), primary_key=True, server_default=DEFAULT_TENANT

@@ -288,3 +288,18 @@ def test_awatch_is_woken_within_a_moment(repo: SqlAgentRepository, store_url: st
             await watcher.aclose()
 
     assert asyncio.run(follow()) < 1.0
+
+
+def test_pruning_never_leaves_a_hole_when_clocks_disagree(
+    repo: SqlAgentRepository, clock: FakeClock
+) -> None:
+    """A writer whose clock is behind stamps a later change earlier: it stays, with every change
+    numbered after the first one kept."""
+    start = clock.current
+    repo.create(make_config("alpha"))  # 1, at start
+    clock.advance(hours=2)
+    repo.create(make_config("beta"))  # 2, two hours on
+    clock.set(start)
+    repo.create(make_config("gamma"))  # 3, stamped back at the start by a clock behind
+    assert repo.prune_changes(start + timedelta(hours=1)) == 1
+    assert [c.agent for c in repo.changes()] == ["beta", "gamma"]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
-from sqlalchemy import Integer, String, bindparam, delete, func, literal, select, update
+from sqlalchemy import Integer, String, bindparam, delete, literal, select, update
 from sqlalchemy.sql import Select
 
 from ..changes import Change
@@ -33,14 +33,20 @@ APPEND_BATCH: Final = 1_000
 _counters, _changes = change_counters.c, changes.c
 
 
-def count_changes(insert_of: Callable[[Any], Any]) -> Any:
-    """The tenant's counter moved by ``count`` changes, its first inserting the row: the upsert
-    (``INSERT ... ON CONFLICT DO UPDATE``) of the engines that have one, built by the engine's
-    ``insert_of`` (its dialect's ``insert``)."""
-    counted = insert_of(change_counters).from_select(
+def counter_moved(insert_of: Callable[[Any], Any]) -> Any:
+    """The insert of a tenant's counter row at ``count`` (parameter), on the engine's
+    ``insert_of`` (its dialect's ``insert``): an engine's upsert of it moves the row that is
+    there (``count_changes``, ``engines.mysql``)."""
+    return insert_of(change_counters).from_select(
         ["last_seq", "pruned_through", TENANT],
         select(bindparam("count", type_=Integer()), literal(0), tenant_param()),
     )
+
+
+def count_changes(insert_of: Callable[[Any], Any]) -> Any:
+    """The tenant's counter moved by ``count`` changes, its first inserting the row: the upsert
+    (``INSERT ... ON CONFLICT DO UPDATE``) of the engines that have one."""
+    counted = counter_moved(insert_of)
     return counted.on_conflict_do_update(
         index_elements=[_counters.tenant],
         set_={"last_seq": _counters.last_seq + counted.excluded.last_seq},
@@ -88,9 +94,13 @@ def _feed(after: Any) -> Select[Any]:
 FEED: Final = Prepared(_feed(bindparam("after", type_=_changes.seq.type)))
 #: The tenant's newest change number (no row: none yet).
 LAST_SEQ: Final = Prepared(select(_counters.last_seq))
-#: The newest change made before ``before`` (pruning removes it and every older one).
-NEWEST_BEFORE: Final = Prepared(
-    select(func.max(_changes.seq)).where(_changes.at < bindparam("before", type_=_changes.at.type))
+#: The oldest change made at or after ``before``: pruning keeps it and every newer one. In
+#: number order from the oldest, so it reads what it prunes and stops at the first it keeps.
+FIRST_KEPT: Final = Prepared(
+    select(_changes.seq)
+    .where(_changes.at >= bindparam("before", type_=_changes.at.type))
+    .order_by(_changes.seq)
+    .limit(1)
 )
 PRUNE_CHANGES: Final = Prepared(
     delete(changes).where(_changes.seq <= bindparam("through", type_=_changes.seq.type))
@@ -105,10 +115,10 @@ CHECKPOINT: Final = Prepared(
 )
 
 
-def save_checkpoint(insert_of: Callable[[Any], Any]) -> Any:
-    """A named consumer's position stored (parameters ``name``, ``seq``, ``saved_at``): the
-    upsert of the engines with ``ON CONFLICT``."""
-    saved = insert_of(checkpoints).from_select(
+def checkpoint_saved(insert_of: Callable[[Any], Any]) -> Any:
+    """The insert of a named consumer's position (parameters ``name``, ``seq``, ``saved_at``),
+    on the engine's ``insert_of``: an engine's upsert of it replaces the one there."""
+    return insert_of(checkpoints).from_select(
         ["name", "seq", "saved_at", TENANT],
         select(
             bindparam("name", type_=String()),
@@ -117,6 +127,11 @@ def save_checkpoint(insert_of: Callable[[Any], Any]) -> Any:
             tenant_param(),
         ),
     )
+
+
+def save_checkpoint(insert_of: Callable[[Any], Any]) -> Any:
+    """A named consumer's position stored: the upsert of the engines with ``ON CONFLICT``."""
+    saved = checkpoint_saved(insert_of)
     return saved.on_conflict_do_update(
         index_elements=[checkpoints.c.tenant, checkpoints.c.name],
         set_={"seq": saved.excluded.seq, "saved_at": saved.excluded.saved_at},
@@ -153,28 +168,34 @@ def append_changes(cursor: Cursor, statements: FeedStatements) -> None:
         return
     count = len(named)
     cursor.send(statements.counter, {"count": count})
-    cursor.executemany(
-        INSERT_CHANGE,
-        [
-            {"count": count, "k": k, "kind": kind, "agent": agent, "version": version}
-            | {"label": label, "at": at}
-            for k, (kind, agent, version, label, at) in enumerate(named, 1)
-        ],
-    )
+    rows = [
+        {"count": count, "k": k, "kind": kind, "agent": agent, "version": version}
+        | {"label": label, "at": at}
+        for k, (kind, agent, version, label, at) in enumerate(named, 1)
+    ]
+    if count == 1:  # a write's one change: the driver's plain execute, cheaper than many
+        cursor.send(INSERT_CHANGE, rows[0])
+    else:
+        cursor.executemany(INSERT_CHANGE, rows)
     if statements.notify is not None:
         cursor.send(statements.notify)
 
 
 def prune(cursor: Cursor, before: datetime) -> int:
-    """Delete the changes made before ``before``, and mark the feed pruned through the newest
-    of them; how many were deleted. By number, not by time: what stays is every change after
-    one (the clocks of several processes may disagree a little: the feed never has a hole)."""
-    row = cursor.first(NEWEST_BEFORE, {"before": before})
-    through = None if row is None else row[0]
-    if through is None:
-        return 0
-    pruned = cursor.execute(PRUNE_CHANGES, {"through": through})
-    cursor.execute(MARK_PRUNED, {"through": through})
+    """Delete the changes made before ``before`` up to the first one made at or after it, and
+    mark the feed pruned through the last deleted; how many were deleted. By number, not by
+    time: what stays is every change from one on, so the feed never has a hole (the clocks of
+    several processes may disagree a little: a change stamped before ``before`` but numbered
+    after a later one stays)."""
+    kept = cursor.first(FIRST_KEPT, {"before": before})
+    if kept is None:  # every change is older: all go, up to the newest
+        last = cursor.first(LAST_SEQ)
+        through = 0 if last is None else last[0]
+    else:
+        through = kept[0] - 1
+    pruned = cursor.execute(PRUNE_CHANGES, {"through": through}) if through > 0 else 0
+    if pruned:  # last: the counter's row lock, for the commit only
+        cursor.execute(MARK_PRUNED, {"through": through})
     return pruned
 
 

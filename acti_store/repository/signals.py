@@ -11,6 +11,7 @@ is the one every engine can use: the tenant's counter row read by its key, every
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from sqlalchemy import Engine
@@ -43,30 +44,21 @@ def own_connection(engine: Engine) -> Any:
 
 
 class PollingSignal:
-    """The tenant's newest change number, read by its key every ``interval`` seconds on a
-    connection in autocommit (each read sees the latest commit)."""
+    """A cheap read whose answer changes when a change commits (``probe``), asked every
+    ``interval`` seconds on ``connection``, which the signal closes."""
 
-    def __init__(self, engine: Engine, tenant: str, interval: float = POLL_INTERVAL) -> None:
-        self._connection = driver = own_connection(engine)
-        if callable(driver.autocommit):  # PyMySQL, mysqlclient
-            driver.autocommit(True)
-        else:
-            driver.autocommit = True
-        self._cursor = Cursor(self._connection.cursor(), engine.dialect)
-        self._cursor.tenant = tenant
+    def __init__(self, connection: Any, probe: Callable[[], object], interval: float) -> None:
+        self._connection = connection
+        self._probe = probe
         self._interval = interval
-        self._seen: Any = None
-
-    def _last(self) -> Any:
-        row = self._cursor.first(LAST_SEQ)
-        return None if row is None else row[0]
+        self._seen = probe()
 
     def arm(self) -> None:
-        self._seen = self._last()
+        self._seen = self._probe()
 
     def wait(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self._last() == self._seen:
+        while self._probe() == self._seen:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
@@ -74,3 +66,16 @@ class PollingSignal:
 
     def close(self) -> None:
         self._connection.close()
+
+
+def counter_signal(engine: Engine, tenant: str) -> PollingSignal:
+    """The tenant's newest change number, read by its key every ``POLL_INTERVAL`` on a
+    connection in autocommit (each read sees the latest commit): what every engine can do."""
+    connection = own_connection(engine)
+    if callable(connection.autocommit):  # PyMySQL, mysqlclient
+        connection.autocommit(True)
+    else:
+        connection.autocommit = True
+    cursor = Cursor(connection.cursor(), engine.dialect)
+    cursor.tenant = tenant
+    return PollingSignal(connection, lambda: cursor.first(LAST_SEQ), POLL_INTERVAL)

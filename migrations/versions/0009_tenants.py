@@ -43,7 +43,12 @@ from alembic import op
 
 from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
 from acti_store.errors import SchemaVersionError
-from acti_store.revisions import end_migration
+from acti_store.migrations.guards import (
+    POLICY,
+    TENANT_TABLES_0009,
+    isolate_tenants,
+    refuse_other_tenants,
+)
 
 revision: str = "0009_tenants"
 down_revision: str | None = "0008_mariadb_search"
@@ -51,24 +56,13 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 #: The tables of a tenant's data, as of this revision.
-TABLES = (
-    "agents",
-    "agent_tags",
-    "executions",
-    "agent_versions",
-    "agent_versions_archive",
-    "agent_labels",
-    "agent_label_moves",
-    "agent_version_stats",
-)
+TABLES = TENANT_TABLES_0009
 DEFAULT = "default"
 #: The agents' columns indexed alone before this revision, after the tenant from it.
 INDEXED = ("stratum", "tools_mask", "created_at", "updated_at", "execution_count")
 #: MariaDB's sort indexes (0008), ``(column DESC, name)``, after the tenant from this revision.
 MARIADB_SORTED = ("created_at", "updated_at", "execution_count")
 _COLUMN = f"tenant VARCHAR(64) DEFAULT '{DEFAULT}' NOT NULL"
-_POLICY = "tenant_isolation"
-_SETTING = "current_setting('acti.tenant', true)"
 _KEY = "CONSTRAINT pk_agents PRIMARY KEY (id), \n\t"
 #: The end of ``agents``' definition on SQLite, before and after (revision 0002 wrote it).
 _SQLITE_BEFORE = _KEY + "CONSTRAINT uq_agents_name UNIQUE (name)"
@@ -110,24 +104,18 @@ def upgrade() -> None:
         **TABLE_OPTIONS,
     )
     if dialect == "postgresql":
-        for table in TABLES:
-            op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-            op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-            op.execute(
-                f"CREATE POLICY {_POLICY} ON {table} "
-                f"USING (tenant = {_SETTING}) WITH CHECK (tenant = {_SETTING})"
-            )
+        isolate_tenants(TABLES)
 
 
 def downgrade() -> None:
     dialect = _dialect()
     if dialect == "postgresql":  # first: the owner itself sees no row under forced security
         for table in TABLES:
-            op.execute(f"DROP POLICY IF EXISTS {_POLICY} ON {table}")
+            op.execute(f"DROP POLICY IF EXISTS {POLICY} ON {table}")
             op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
             op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
     if not op.get_context().as_sql:
-        _refuse_other_tenants()
+        refuse_other_tenants(TABLES)
     op.drop_table("agent_tenants")
     if dialect == "sqlite":
         _rebuild_sqlite_agents(upgrading=False)
@@ -163,23 +151,6 @@ def _mariadb_indexes(*, tenant: bool) -> list[str]:
         for c in MARIADB_SORTED
     ]
     return clauses
-
-
-def _refuse_other_tenants() -> None:
-    bind = op.get_bind()
-    for table in TABLES:
-        found = bind.execute(
-            sa.text(f"SELECT DISTINCT tenant FROM {table} WHERE tenant <> :default"),
-            {"default": DEFAULT},
-        ).all()
-        if found:
-            names = ", ".join(sorted(row[0] for row in found))
-            end_migration(bind, refused=True)  # MariaDB: nothing changed, no repair to ask for
-            raise SchemaVersionError(
-                f"cannot downgrade below 0009_tenants: {table} holds rows of tenants other "
-                f"than '{DEFAULT}' ({names}); their agent names would collide. Export those "
-                "tenants (acti-store --tenant NAME export DIR) and delete their agents first."
-            )
 
 
 #: SQLite: ``agents`` as revisions 0002 and 0004 left it, for SQL printed without a database

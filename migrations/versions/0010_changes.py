@@ -1,13 +1,16 @@
 """The change feed: ``agent_changes``, each tenant's change counter, and consumers' checkpoints.
 
 ``agent_changes`` holds one row per change of a configuration (``acti_store.changes``), keyed
-by ``(tenant, seq)``; ``seq`` is taken from the tenant's row of ``agent_change_counters``, moved
-by each write just before it commits, so numbers follow commit order (``repository.feed``).
-``agent_change_checkpoints`` keeps named consumers' positions (``acti-store relay``). Changes
-made before this revision are not in the feed: it starts empty. All three are tenant tables:
-on PostgreSQL row-level security binds them as it does the others (revision 0009).
+by ``(tenant, seq)`` (``WITHOUT ROWID`` on SQLite: one B-tree written per change). ``seq`` is
+taken from the tenant's row of ``agent_change_counters``, moved by each write just before it
+commits, so numbers follow commit order (``repository.feed``). ``agent_change_checkpoints``
+keeps named consumers' positions (``acti-store relay``). Changes made before this revision are
+not in the feed: it starts empty. All three are tenant tables: on PostgreSQL row-level security
+binds them as it does the others (revision 0009).
 
-Downgrade: the three tables are dropped (with the feed and the positions they hold).
+Downgrade: the three tables are dropped (with the feed and the positions they hold). On
+MariaDB a downgrade below 0009 is refused here already while other tenants hold rows (its DDL
+cannot be rolled back, and 0009 refuses it).
 
 Revision ID: 0010_changes
 Revises: 0009_tenants
@@ -21,7 +24,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from acti_store.column_types import TABLE_OPTIONS, TIMESTAMP
+from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
+from acti_store.migrations.guards import isolate_tenants, refuse_other_tenants
 
 revision: str = "0010_changes"
 down_revision: str | None = "0009_tenants"
@@ -31,8 +35,6 @@ depends_on: str | Sequence[str] | None = None
 #: 64-bit on PostgreSQL and MariaDB, SQLite's INTEGER (already 64-bit) there: ``schema.Counter``.
 _COUNTER = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 TABLES = ("agent_changes", "agent_change_counters", "agent_change_checkpoints")
-_POLICY = "tenant_isolation"
-_SETTING = "current_setting('acti.tenant', true)"
 
 
 def _tenant() -> sa.Column[str]:
@@ -50,9 +52,9 @@ def upgrade() -> None:
         sa.Column("label", sa.String(length=32), nullable=True),
         sa.Column("at", TIMESTAMP, nullable=False),
         sa.PrimaryKeyConstraint("tenant", "seq", name=op.f("pk_agent_changes")),
+        sqlite_with_rowid=False,
         **TABLE_OPTIONS,
     )
-    op.create_index("ix_agent_changes_tenant_at", "agent_changes", ["tenant", "at"])
     op.create_table(
         "agent_change_counters",
         _tenant(),
@@ -71,15 +73,16 @@ def upgrade() -> None:
         **TABLE_OPTIONS,
     )
     if op.get_context().dialect.name == "postgresql":
-        for table in TABLES:
-            op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-            op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-            op.execute(
-                f"CREATE POLICY {_POLICY} ON {table} "
-                f"USING (tenant = {_SETTING}) WITH CHECK (tenant = {_SETTING})"
-            )
+        isolate_tenants(TABLES)
 
 
 def downgrade() -> None:
+    context = op.get_context()
+    target = context.environment_context.get_revision_argument()
+    below_tenants = target not in ("0009_tenants", "-1")
+    if context.dialect.name in MYSQL_DIALECTS and below_tenants and not context.as_sql:
+        # Refused while other tenants hold rows (0009 refuses it): MariaDB's DDL cannot be
+        # rolled back, so before this revision drops anything.
+        refuse_other_tenants()
     for table in reversed(TABLES):
         op.drop_table(table)

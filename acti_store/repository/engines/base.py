@@ -21,7 +21,7 @@ from ...models import ExecutionRecord
 from ...sqlexec import Cursor, Prepared
 from ..feed import FeedStatements
 from ..recording import record_run
-from ..signals import ChangeSignal, PollingSignal
+from ..signals import ChangeSignal, counter_signal
 from ..statements import EXPORT_RECORDS
 
 T = TypeVar("T")
@@ -173,7 +173,7 @@ class EngineStrategy:
     def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
         """What tells a watcher of ``tenant``'s feed that a change may have committed: by
         default its counter, read every ``signals.POLL_INTERVAL``."""
-        return PollingSignal(engine, tenant)
+        return counter_signal(engine, tenant)
 
     # -- export and bulk loading -------------------------------------------------------------------
 

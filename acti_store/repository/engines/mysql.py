@@ -37,9 +37,10 @@ from sqlalchemy.sql import Select
 from ... import mariadb
 from ...errors import AgentNotFoundError
 from ...models import ExecutionRecord
-from ...schema import agents, change_counters, checkpoints, executions, version_stats
+from ...schema import agents, change_counters, executions, version_stats
 from ...sqlexec import Cursor, Prepared
-from ...tenancy import TENANT, tenant_param
+from ...tenancy import tenant_param
+from ..feed import checkpoint_saved, counter_moved
 from ..recording import RUN_COUNTERS, counter_values, record_counted_run
 from ..statements import BY_NAME, EXPORT_PAGE, records_of
 from ..version_statements import RUN_TIME, STATS_KEYS
@@ -179,10 +180,7 @@ class MariadbTrigramIndex:
 def _count_changes() -> Prepared:
     """A tenant's change counter moved by ``count`` changes, its first inserting the row:
     MariaDB's upsert (``feed.count_changes``)."""
-    counted = mysql_insert(change_counters).from_select(
-        ["last_seq", "pruned_through", TENANT],
-        select(bindparam("count", type_=Integer()), literal(0), tenant_param()),
-    )
+    counted = counter_moved(mysql_insert)
     counters = change_counters.c
     return Prepared(
         counted.on_duplicate_key_update(last_seq=counters.last_seq + counted.inserted.last_seq)
@@ -191,15 +189,7 @@ def _count_changes() -> Prepared:
 
 def _save_checkpoint() -> Prepared:
     """A named consumer's position stored: MariaDB's upsert (``feed.save_checkpoint``)."""
-    saved = mysql_insert(checkpoints).from_select(
-        ["name", "seq", "saved_at", TENANT],
-        select(
-            bindparam("name", type_=String()),
-            bindparam("seq", type_=checkpoints.c.seq.type),
-            bindparam("saved_at", type_=checkpoints.c.saved_at.type),
-            tenant_param(),
-        ),
-    )
+    saved = checkpoint_saved(mysql_insert)
     return Prepared(
         saved.on_duplicate_key_update(seq=saved.inserted.seq, saved_at=saved.inserted.saved_at)
     )

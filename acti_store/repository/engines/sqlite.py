@@ -12,7 +12,6 @@ connection, which costs no round trips; the version's counters by the upsert Pos
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -26,7 +25,7 @@ from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, wait_ms
 from ...schema import agents, version_stats
 from ...sqlexec import Cursor, Prepared
 from ..feed import count_changes, save_checkpoint
-from ..signals import ChangeSignal, own_connection
+from ..signals import ChangeSignal, PollingSignal, own_connection
 from ..version_statements import count_run
 from .base import EngineStrategy
 
@@ -80,36 +79,20 @@ COUNT_RUN: Final = Prepared(
 )
 
 
-#: How often ``DataVersionSignal`` asks SQLite whether another connection committed.
+#: How often ``data_version_signal`` asks SQLite whether another connection committed.
 DATA_VERSION_INTERVAL: Final = 0.01
 
 
-class DataVersionSignal:
+def data_version_signal(engine: Engine) -> PollingSignal:
     """SQLite's ``PRAGMA data_version`` on a connection of its own: it changes when another
     connection commits to the file. No table is read; the check costs microseconds."""
+    connection = own_connection(engine)
+    cursor = connection.cursor()
 
-    def __init__(self, engine: Engine) -> None:
-        self._connection = own_connection(engine)
-        self._cursor = self._connection.cursor()
-        self._seen = self._version()
+    def version() -> object:
+        return cursor.execute("PRAGMA data_version").fetchone()
 
-    def _version(self) -> int:
-        self._cursor.execute("PRAGMA data_version")
-        return int(self._cursor.fetchone()[0])
-
-    def arm(self) -> None:
-        self._seen = self._version()
-
-    def wait(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self._version() == self._seen:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            time.sleep(min(DATA_VERSION_INTERVAL, left))
-
-    def close(self) -> None:
-        self._connection.close()
+    return PollingSignal(connection, version, DATA_VERSION_INTERVAL)
 
 
 #: A tenant's change counter moved: the upsert every engine with one shares.
@@ -130,7 +113,7 @@ class SqliteEngine(EngineStrategy):
     save_checkpoint = SAVE_CHECKPOINT
 
     def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
-        return DataVersionSignal(engine)
+        return data_version_signal(engine)
 
     def lock_wait_sql(self, seconds: float) -> str:
         return f"PRAGMA busy_timeout = {wait_ms(seconds)}"
