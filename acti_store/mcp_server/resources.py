@@ -243,8 +243,8 @@ class Notifier:
             return
         try:
             position = await repo.alast_change()
-        except AgentStoreError:  # not marked: the feed's change is notified again
-            return
+        except (AgentStoreError, NotImplementedError):  # not marked (or no feed): the feed's
+            return  # change, if any, is notified again
         for key in [*uris, _LISTING] if listing else uris:
             self._covered[key] = max(position, self._covered.get(key, 0))
 
