@@ -5,6 +5,7 @@ SQL tables (SQLite by default, PostgreSQL for shared stores), behind one reposit
 """
 
 from .bootstrap import open_repository
+from .cache import ConfigCache
 from .changes import Change
 from .errors import (
     AgentExistsError,
@@ -60,6 +61,7 @@ __all__ = [
     "ArgumentTypeError",
     "Change",
     "ChangesExpiredError",
+    "ConfigCache",
     "ConfigDiff",
     "ExecutionHistory",
     "ExecutionRecord",

@@ -10,7 +10,8 @@ store's async API (the tools' coroutines, ``repo.acall``), as LangChain's ``ainv
   ``structuredContent`` its artifact, ``isError`` true on every refusal.
 - ``approval``: a call a person must approve (``tools.agent.APPROVALS``) asks through elicitation.
 - ``resources``: ``acti://agents``, ``acti://agents/{name}``, ``acti://agents/{name}/history``,
-  with ``list_changed``/``updated`` notifications after a write through this server.
+  with ``list_changed``/``updated`` notifications after a write through this server and, through
+  ``feed`` (the store's change feed), after any process's change: once per change.
 - ``prompts``: ``build_agent``.
 - ``server`` builds the server and serves it over stdio; ``http`` over streamable HTTP.
 

@@ -10,10 +10,11 @@ logic, so an unknown agent is refused with ``get_agent_config``'s text (the name
 
 from __future__ import annotations
 
+import contextlib
 import re
 import weakref
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from mcp import types
@@ -30,6 +31,11 @@ from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.specs import SPECS_BY_NAME, tool_coroutine
 from . import texts
+from .feed import FeedFollower
+
+if TYPE_CHECKING:
+    from ..changes import Change
+    from ..repository import AgentRepository
 
 #: The MCP specification's error code for a resource that does not exist.
 RESOURCE_NOT_FOUND: Final = -32002
@@ -42,6 +48,13 @@ NOTIFY_TIMEOUT: Final = 5.0
 LISTING_TOOLS: Final = frozenset(
     {"create_agent_config", "clone_agent_config", "delete_agent_config"}
 )
+#: Tools whose write is a run's record, no change of the feed (a run may take minutes): the
+#: changes of the feed do not wait for them (``Notifier.writing``).
+RUN_TOOLS: Final = frozenset({"execute_created_agent"})
+#: How long a change of the feed waits for this server's writes in progress, at most, seconds.
+SETTLE_WAIT: Final = 10.0
+#: The key of ``list_changed`` among the notifications already sent (``Notifier.changed``).
+_LISTING: Final = ""
 
 _AGENT: Final = re.compile(r"acti://agents/(?P<name>[^/]*)(?P<history>/history)?")
 
@@ -165,19 +178,41 @@ def changed_by(tool: str, artifact: Mapping[str, Any]) -> tuple[list[str], bool]
     return [texts.AGENTS_URI, agent_uri(name), history_uri(name)], tool in LISTING_TOOLS
 
 
+def changed_in(change: Change) -> tuple[list[str], bool]:
+    """The resources a change of the store's feed changed, and whether the list of them changed:
+    the agent's document always; the listing (``acti://agents``) when an agent came, went or
+    was updated (its description or stratum); its history when it came or went."""
+    name = change.agent
+    if change.kind in ("created", "deleted"):
+        return [texts.AGENTS_URI, agent_uri(name), history_uri(name)], True
+    if change.kind == "updated":
+        return [texts.AGENTS_URI, agent_uri(name)], False
+    return [agent_uri(name)], False
+
+
 class Notifier:
     """The sessions this server serves, what each subscribed to, and the notifications.
 
-    After a write through this server, every session is told that the list of resources
-    changed (when an agent came or went), and each session that subscribed to a changed resource
-    that it was updated. A session that is gone is forgotten; a slow one is given up after
-    ``NOTIFY_TIMEOUT`` seconds.
+    Every session is told that the list of resources changed (when an agent came or went), and
+    each session that subscribed to a changed resource that it was updated: after a write
+    through this server, at once (before the tool's answer), and after a change any process
+    made, as the store's change feed brings it (``feed``, a ``FeedFollower`` run by the
+    sessions). One change is notified once: a write through this server marks the resources it
+    notified with the feed's newest position (``covers``), and a change of the feed up to that
+    position is not notified again for them; the feed's changes wait while such a write is in
+    progress (``writing``; ``SETTLE_WAIT`` at most). A session that is gone is forgotten; a
+    slow one is given up after ``NOTIFY_TIMEOUT`` seconds.
     """
 
     def __init__(self) -> None:
         self._sessions: weakref.WeakKeyDictionary[ServerSession, set[str]] = (
             weakref.WeakKeyDictionary()
         )
+        #: Resource (``_LISTING``: the list) -> the feed position its last notification covered.
+        self._covered: dict[str, int] = {}
+        self._writes = 0
+        self._settled: anyio.Event | None = None  # set while no write is in progress
+        self.feed = FeedFollower(self._feed_changed, self._everything_changed)
 
     def seen(self, session: ServerSession) -> None:
         self._sessions.setdefault(session, set())
@@ -188,16 +223,68 @@ class Notifier:
     def unsubscribe(self, session: ServerSession, uri: str) -> None:
         self._sessions.setdefault(session, set()).discard(uri)
 
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[None]:
+        """A write through this server, with its notifications: the feed's changes wait."""
+        if self._writes == 0:
+            self._settled = anyio.Event()
+        self._writes += 1
+        try:
+            yield
+        finally:
+            self._writes -= 1
+            if self._writes == 0 and self._settled is not None:
+                self._settled.set()
+
+    async def covers(self, repo: AgentRepository, uris: list[str], *, listing: bool) -> None:
+        """Mark ``uris`` (and the list) as notified for every change of the feed so far: call
+        it after the write, before its notifications are sent."""
+        if not (uris or listing):
+            return
+        try:
+            position = await repo.alast_change()
+        except (AgentStoreError, NotImplementedError):  # not marked (or no feed): the feed's
+            return  # change, if any, is notified again
+        for key in [*uris, _LISTING] if listing else uris:
+            self._covered[key] = max(position, self._covered.get(key, 0))
+
+    def _fresh(self, keys: list[str], seq: int) -> list[str]:
+        """The keys whose last notification came before change ``seq``."""
+        fresh = []
+        for key in keys:
+            covered = self._covered.get(key)
+            if covered is None or covered < seq:
+                fresh.append(key)
+                self._covered.pop(key, None)  # the feed is past it: the mark is done
+        return fresh
+
+    async def _feed_changed(self, change: Change) -> None:
+        if self._writes and self._settled is not None:
+            with anyio.move_on_after(SETTLE_WAIT):
+                await self._settled.wait()
+        uris, listing = changed_in(change)
+        uris = self._fresh(uris, change.seq)
+        listing = listing and bool(self._fresh([_LISTING], change.seq))
+        await self.changed(uris, listing=listing)
+
+    async def _everything_changed(self) -> None:
+        """Changes were missed (pruned before the feed read them): every subscribed resource
+        and the list may have changed."""
+        for session, subscribed in list(self._sessions.items()):
+            await self._send(session, sorted(subscribed), listing=True)
+
     async def changed(self, uris: list[str], *, listing: bool) -> None:
         for session, subscribed in list(self._sessions.items()):
-            updated = [uri for uri in uris if uri in subscribed]
-            if not (listing or updated):
-                continue
-            with anyio.move_on_after(NOTIFY_TIMEOUT):
-                try:
-                    if listing:
-                        await session.send_resource_list_changed()
-                    for uri in updated:
-                        await session.send_resource_updated(AnyUrl(uri))
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self._sessions.pop(session, None)
+            await self._send(session, [uri for uri in uris if uri in subscribed], listing=listing)
+
+    async def _send(self, session: ServerSession, updated: list[str], *, listing: bool) -> None:
+        if not (listing or updated):
+            return
+        with anyio.move_on_after(NOTIFY_TIMEOUT):
+            try:
+                if listing:
+                    await session.send_resource_list_changed()
+                for uri in updated:
+                    await session.send_resource_updated(AnyUrl(uri))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._sessions.pop(session, None)

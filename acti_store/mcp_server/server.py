@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,10 +30,11 @@ from ..errors import AgentStoreError
 from ..tools import render
 from ..tools.builder import BuilderTools
 from ..tools.defaults import load_agent_stack
+from ..tools.outcomes import Result
 from . import approval, prompts, texts
 from .completions import Completions
-from .resources import Notifier, Resources, changed_by, templates
-from .tools import builder_declarations, served_tools, tool_result
+from .resources import RUN_TOOLS, Notifier, Resources, changed_by, templates
+from .tools import ServedTool, builder_declarations, served_tools, tool_result
 
 
 class McpServer(Server[Any, Any]):
@@ -70,7 +72,11 @@ def build_server(
     notifier: Notifier | None = None,
 ) -> McpServer:
     """The MCP server of ``builder``'s store; ``notifier`` when servers of one store (one
-    tenant's, reading only or not) tell each other's sessions of their writes."""
+    tenant's, reading only or not) tell each other's sessions of their writes.
+
+    While a session is served (the server's lifespan, entered per session by every transport),
+    the store's change feed is followed (``Notifier.feed``): a subscribed session hears of the
+    changes every process makes, this one's included, each once (``Notifier``)."""
     options = options or McpServerOptions()
     tools = served_tools(builder_declarations(builder), read_only=options.read_only)
     if "execute_created_agent" in tools:
@@ -78,8 +84,22 @@ def build_server(
     resources = Resources(builder)
     completions = Completions(builder)
     notifier = Notifier() if notifier is None else notifier
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Server[Any, Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            repo = await builder.arepo()
+        except AgentStoreError:  # served without the feed: the tools say what is wrong
+            yield {}
+            return
+        async with notifier.feed.following(repo):
+            yield {}
+
     server = McpServer(
-        texts.SERVER_NAME, version=options.version, instructions=texts.SERVER_INSTRUCTIONS
+        texts.SERVER_NAME,
+        version=options.version,
+        instructions=texts.SERVER_INSTRUCTIONS,
+        lifespan=lifespan,
     )
 
     def session() -> ServerSession:
@@ -103,12 +123,25 @@ def build_server(
             raise McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
         request_id = server.request_context.request_id
         result = await approval.refusal(client, request_id, tool, arguments)
-        if result is None:
-            result = await tool.call(arguments)
-        if not tool.spec.reads_only:
-            uris, listing = changed_by(name, result[1])
-            await notifier.changed(uris, listing=listing)
+        if result is None:  # (a refusal changed nothing)
+            result = await (
+                tool.call(arguments) if tool.spec.reads_only else write(tool, arguments)
+            )
         return types.ServerResult(tool_result(result))
+
+    async def write(tool: ServedTool, arguments: dict[str, Any]) -> Result:
+        """A writing tool's call, then its notifications (before its answer)."""
+        if tool.name in RUN_TOOLS:  # a run's record: no change of the feed
+            result = await tool.call(arguments)
+            uris, listing = changed_by(tool.name, result[1])
+            await notifier.changed(uris, listing=listing)
+            return result
+        async with notifier.writing():  # the feed's change of this write waits until it is
+            result = await tool.call(arguments)  # marked as notified (``Notifier.covers``)
+            uris, listing = changed_by(tool.name, result[1])
+            await notifier.covers(await builder.arepo(), uris, listing=listing)
+            await notifier.changed(uris, listing=listing)
+        return result
 
     async def list_resources(request: types.ListResourcesRequest) -> types.ServerResult:
         session()
