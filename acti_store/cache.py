@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
 from .errors import AgentStoreError, ChangesExpiredError
+from .validation import seconds
 
 if TYPE_CHECKING:
     from .changes import Change
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: The largest ``max_staleness`` (seconds): a day.
+MAX_STALENESS_MAX: Final = 86_400.0
 #: Changes read at a time when the follower catches up.
 CATCH_UP_PAGE: Final = 500
 #: The longest a watch goes on with nothing new before the watcher looks at ``close``: each
@@ -62,10 +65,8 @@ class ConfigCache:
     ``max_staleness`` seconds. Use it as a context manager, or ``close()`` it."""
 
     def __init__(self, repo: AgentRepository, max_staleness: float = 1.0) -> None:
-        if not max_staleness > 0:
-            raise ValueError(f"max_staleness must be > 0 seconds, not {max_staleness!r}")
         self._repo = repo
-        self._max_staleness = float(max_staleness)
+        self._max_staleness = seconds(max_staleness, "max_staleness", MAX_STALENESS_MAX)
         #: How often the follower confirms, at least (half the staleness allowed).
         self._interval = self._max_staleness / 2
         self._pointers: dict[_Key, tuple[AgentVersion, float]] = {}

@@ -21,7 +21,9 @@ from mcp_harness import server_env
 from acti_store import (
     AgentNotFoundError,
     AgentVersion,
+    ArgumentTypeError,
     ConfigCache,
+    InvalidInputError,
     LabelNotFoundError,
     SqlAgentRepository,
     StoreUnavailableError,
@@ -187,3 +189,11 @@ def test_a_deleted_and_recreated_agent_is_not_served_its_old_config(
         assert found is not None
         assert found.version == 1 and found.config.description == "Agent a, created again"
         assert cache.get("a") is found
+
+
+def test_max_staleness_must_be_a_positive_number_of_seconds(repo: SqlAgentRepository) -> None:
+    for wrong in (0, -1.0, float("nan"), 86_401):
+        with pytest.raises(InvalidInputError, match="max_staleness"):
+            ConfigCache(repo, max_staleness=wrong)
+    with pytest.raises(ArgumentTypeError, match="max_staleness"):
+        ConfigCache(repo, max_staleness="1")  # type: ignore[arg-type]
