@@ -214,6 +214,13 @@ def test_watch_delivers_what_another_process_commits(
     everything = kinds(list(repo.watch(after=0, timeout=0.3)))
     assert everything == [("created", "alpha", 1, None), *kinds(seen)]
 
+    async def drain() -> list[Change]:
+        return [change async for change in repo.awatch(after=0, timeout=0.3)]
+
+    assert kinds(asyncio.run(drain())) == everything
+    with pytest.raises(InvalidInputError, match="timeout"):
+        repo.watch(timeout=-1)
+
 
 def _backend_pids(repo: SqlAgentRepository) -> list[int]:
     """The server sessions of the store's database other than this one's (the watcher's)."""

@@ -426,6 +426,8 @@ class RepositoryPort(ABC):
         again and the watch goes on from its position."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
-    def awatch(self, after: int | None = None) -> AsyncIterator[Change]:
-        """``watch`` as an async iterator (without a timeout: stop iterating to end it)."""
+    def awatch(
+        self, after: int | None = None, *, timeout: float | None = None
+    ) -> AsyncIterator[Change]:
+        """``watch`` as an async iterator: its waits never hold up the event loop."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")

@@ -22,7 +22,7 @@ from ...errors import (
 )
 from ...models import is_valid_name
 from ...sqlexec import Cursor
-from ...validation import instance, integer, quoted
+from ...validation import instance, integer, quoted, seconds
 from ..core import Role
 from ..feed import (
     CHECKPOINT,
@@ -40,12 +40,18 @@ T = TypeVar("T")
 WAIT_SLICE: Final = 1.0
 #: A watcher's pauses after a failure, doubling up to the last.
 RETRY_FIRST, RETRY_MAX = 0.1, 5.0
+#: The longest ``timeout`` of a watch, seconds (a year: None waits for good).
+TIMEOUT_MAX: Final = 365 * 86_400.0
 #: The largest change number (a counter column's range).
 SEQ_MAX: Final = 2**63 - 1
 
 
 def _position(value: object, field: str = "after") -> int:
     return integer(value, field, 0, SEQ_MAX)
+
+
+def _timeout(value: object) -> float | None:
+    return None if value is None else seconds(value, "timeout", TIMEOUT_MAX)
 
 
 def _consumer(name: object) -> str:
@@ -117,10 +123,13 @@ class Changes(Role):
         return self.last_change() if after is None else _position(after)
 
     def watch(self, after: int | None = None, *, timeout: float | None = None) -> Iterator[Change]:
+        timeout = _timeout(timeout)
         position = self._start(after)
         return _Watch(self, position, timeout).run()
 
-    async def awatch(self, after: int | None = None) -> AsyncIterator[Change]:
+    async def awatch(
+        self, after: int | None = None, *, timeout: float | None = None
+    ) -> AsyncIterator[Change]:
         # A thread of its own: the signal's connection is used by one thread at a time, and a
         # wait on it never holds up the loop (nor does ending the watch: the thread is not
         # waited for, it closes the signal once its step is over).
@@ -132,10 +141,14 @@ class Changes(Role):
 
         watch: _Watch | None = None
         try:
-            watch = _Watch(self, await off_loop(lambda: self._start(after)), None)
+            timeout = _timeout(timeout)
+            watch = _Watch(self, await off_loop(lambda: self._start(after)), timeout)
             while True:
-                for change in await off_loop(watch.step):
+                batch = await off_loop(watch.step)
+                for change in batch:
                     yield change
+                if not batch and watch.timed_out():
+                    return
         finally:
             if watch is not None:
                 thread.submit(watch.close)
@@ -161,12 +174,12 @@ class _Watch:
             while True:
                 batch = self.step()
                 yield from batch
-                if not batch and self._timed_out():
+                if not batch and self.timed_out():
                     return
         finally:
             self.close()
 
-    def _timed_out(self) -> bool:
+    def timed_out(self) -> bool:
         timeout = self._timeout
         return timeout is not None and time.monotonic() - self._quiet_since >= timeout
 
