@@ -233,6 +233,22 @@ ROWS: list[tuple[str, type[InvalidInputError]]] = [
     *((f"r.get_history('base', limit={v!r})", TYPE) for v in (True, False, "5", 5.0)),
     ("r.get_history('base', limit=2**63)", VALUE),
     ("r.get_history('base', limit=0)", VALUE),
+    # 5. the change feed: positions, limits, times, consumer names and waits
+    *((f"r.changes(after={v!r})", TYPE) for v in (True, "3", 1.0)),
+    ("r.changes(after=-1)", VALUE),
+    ("r.changes(after=2**63)", VALUE),
+    ("r.changes(limit=0)", VALUE),
+    ("r.changes(limit=10_001)", VALUE),
+    ("r.prune_changes('2026-01-01')", TYPE),
+    ("r.prune_changes(r.now().replace(tzinfo=None))", VALUE),
+    ("r.checkpoint(5)", TYPE),
+    ("r.checkpoint('Not A Name')", VALUE),
+    ("r.save_checkpoint('relay', -1)", VALUE),
+    ("r.save_checkpoint('relay', True)", TYPE),
+    ("r.save_checkpoint('bad name', 1)", VALUE),
+    ("list(r.watch(timeout=-1))", VALUE),
+    ("list(r.watch(timeout='1'))", TYPE),
+    ("list(r.watch(after=True))", TYPE),
 ]
 
 

@@ -55,6 +55,7 @@ def _timeout(value: object) -> float | None:
 
 
 def _consumer(name: object) -> str:
+    instance(name, str, "name")
     if not is_valid_name(name):
         raise InvalidInputError(
             "argument", [("name", f"{quoted(name)} is not a consumer name (the agent-name rule)")]
