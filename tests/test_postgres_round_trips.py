@@ -81,11 +81,15 @@ def test_a_write_waits_only_for_the_answers_it_needs(
     trips, sent = wire.during(lambda: pg_repo.record_execution("lead_qualifier", run()))
     assert (trips, sent) == (1, ["BEGIN", "WITH", "DELETE", "COMMIT"])
     # An update: BEGIN with the locking read (the merged configuration is checked in Python),
-    # then the UPDATE, the snapshot and COMMIT.
+    # then the UPDATE, the snapshot, its change (the counter moved, the change, the watchers'
+    # NOTIFY) and COMMIT: the change feed adds statements, no round trip.
     trips, sent = wire.during(
         lambda: pg_repo.update("lead_qualifier", AgentUpdate(description="Qualifies leads, v2"))
     )
-    assert (trips, sent) == (2, ["BEGIN", "SELECT", "UPDATE", "INSERT", "COMMIT"])
+    assert (trips, sent) == (
+        2,
+        ["BEGIN", "SELECT", "UPDATE", "INSERT", "INSERT", "INSERT", "SELECT", "COMMIT"],
+    )
     # A create: the agent's INSERT, its tags and its snapshot (both find it by name) and
     # COMMIT, all in one go.
     trips, sent = wire.during(lambda: pg_repo.create(make_config("other_agent")))

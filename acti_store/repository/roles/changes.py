@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from datetime import datetime
-from typing import Final, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 from ...changes import CHANGES_LIMIT_DEFAULT, CHANGES_LIMIT_MAX, Change
 from ...dberrors import translated
@@ -33,6 +34,9 @@ from ..feed import (
     prune,
 )
 from ..signals import ChangeSignal
+
+if TYPE_CHECKING:
+    from ..interface import AgentRepository
 
 T = TypeVar("T")
 
@@ -131,9 +135,11 @@ class Changes(Role):
     async def awatch(
         self, after: int | None = None, *, timeout: float | None = None
     ) -> AsyncIterator[Change]:
-        # A thread of its own: the signal's connection is used by one thread at a time, and a
-        # wait on it never holds up the loop (nor does ending the watch: the thread is not
-        # waited for, it closes the signal once its step is over).
+        # The feed is read through the store's async API (on PostgreSQL, its async engine: no
+        # statement on a thread); the signal on a thread of its own: its connection is used by
+        # one thread at a time, and a wait on it never holds up the loop (nor does ending the
+        # watch: the thread is not waited for, it closes the signal once its wait is over).
+        store = cast("AgentRepository", self._core.store)
         thread = ThreadPoolExecutor(1, thread_name_prefix="acti-store-watch")
         loop = asyncio.get_running_loop()
 
@@ -143,9 +149,19 @@ class Changes(Role):
         watch: _Watch | None = None
         try:
             timeout = _timeout(timeout)
-            watch = _Watch(self, await off_loop(lambda: self._start(after)), timeout)
+            start = await store.alast_change() if after is None else _position(after)
+            watch = _Watch(self, start, timeout)
             while True:
-                batch = await off_loop(watch.step)
+                batch: list[Change] = []
+                try:
+                    await off_loop(watch.arm)
+                    batch = await store.achanges(watch.position, CHANGES_LIMIT_MAX)
+                    if batch:
+                        watch.advance(batch)
+                    else:
+                        await off_loop(watch.wait)
+                except Exception as exc:
+                    await asyncio.sleep(await off_loop(partial(watch.recover, exc)))
                 for change in batch:
                     yield change
                 if not batch and watch.timed_out():
@@ -187,32 +203,51 @@ class _Watch:
     def step(self) -> list[Change]:
         """The next changes, once there are any (or none, after a wait on the signal)."""
         try:
-            if self._signal is None:
-                self._signal = self._role._signal()
-            self._signal.arm()
+            self.arm()
             batch = self._role.changes(self.position, CHANGES_LIMIT_MAX)
-            if not batch:
-                wait = WAIT_SLICE
-                if self._timeout is not None:
-                    wait = min(wait, self._timeout - (time.monotonic() - self._quiet_since))
-                if wait > 0:
-                    self._signal.wait(wait)
-                self._retry = RETRY_FIRST
-                return []
         except Exception as exc:
-            error = exc if isinstance(exc, AgentStoreError) else translated(exc, self._dbapi)
-            if not isinstance(error, StoreUnavailableError) or not error.transient:
-                if error is None or error is exc:
-                    raise
-                raise error from exc
-            self.close()  # made again on the next step
-            time.sleep(self._retry)
-            self._retry = min(self._retry * 2, RETRY_MAX)
+            time.sleep(self.recover(exc))
             return []
+        if batch:
+            self.advance(batch)
+        else:
+            try:
+                self.wait()
+            except Exception as exc:
+                time.sleep(self.recover(exc))
+        return batch
+
+    def arm(self) -> None:
+        """Before a read: the signal (made again if it was lost), armed."""
+        if self._signal is None:
+            self._signal = self._role._signal()
+        self._signal.arm()
+
+    def advance(self, batch: list[Change]) -> None:
         self._retry = RETRY_FIRST
         self.position = batch[-1].seq
         self._quiet_since = time.monotonic()
-        return batch
+
+    def wait(self) -> None:
+        """After a read that found nothing: wait on the signal (up to the timeout's end)."""
+        wait = WAIT_SLICE
+        if self._timeout is not None:
+            wait = min(wait, self._timeout - (time.monotonic() - self._quiet_since))
+        if wait > 0 and self._signal is not None:
+            self._signal.wait(wait)
+        self._retry = RETRY_FIRST
+
+    def recover(self, exc: Exception) -> float:
+        """After ``exc``: the pause before the next try, the signal closed (made again then);
+        raised again (translated) unless it is a store that can come back."""
+        error = exc if isinstance(exc, AgentStoreError) else translated(exc, self._dbapi)
+        if not isinstance(error, StoreUnavailableError) or not error.transient:
+            if error is None or error is exc:
+                raise exc
+            raise error from exc
+        self.close()
+        pause, self._retry = self._retry, min(self._retry * 2, RETRY_MAX)
+        return pause
 
     def close(self) -> None:
         signal, self._signal = self._signal, None
