@@ -95,11 +95,9 @@ class ConfigCache:
     def get(self, name: str, label: str | None = None) -> AgentVersion:
         """The version ``label`` points at (None: the current one), at most ``max_staleness``
         seconds old. Raises the store's errors (``AgentNotFoundError``, ``LabelNotFoundError``)."""
-        entry = self._pointers.get((name, label))
-        if entry is not None:
-            found, fresh_at = entry
-            if time.monotonic() - max(fresh_at, self._confirmed_at) <= self._max_staleness:
-                return found
+        found = self._hit(name, label)
+        if found is not None:
+            return found
         generation = self._generation(name)
         fresh_at = time.monotonic()
         version = self._repo.get_version(name, label=label)
@@ -108,15 +106,23 @@ class ConfigCache:
     async def aget(self, name: str, label: str | None = None) -> AgentVersion:
         """``get`` for an event loop: a hit answers at once, a miss reads through the store's
         async API (``aget_version``)."""
-        entry = self._pointers.get((name, label))
-        if entry is not None:
-            found, fresh_at = entry
-            if time.monotonic() - max(fresh_at, self._confirmed_at) <= self._max_staleness:
-                return found
+        found = self._hit(name, label)
+        if found is not None:
+            return found
         generation = self._generation(name)
         fresh_at = time.monotonic()
         version = await self._repo.aget_version(name, label=label)
         return self._keep(name, label, version, fresh_at, generation)
+
+    def _hit(self, name: str, label: str | None) -> AgentVersion | None:
+        """The kept version of ``(name, label)`` while it is fresh enough, else None."""
+        entry = self._pointers.get((name, label))
+        if entry is None:
+            return None
+        found, fresh_at = entry
+        if time.monotonic() - max(fresh_at, self._confirmed_at) <= self._max_staleness:
+            return found
+        return None
 
     def _generation(self, name: str) -> tuple[int, int]:
         with self._lock:
