@@ -7,8 +7,11 @@ the contract's ``ERROR: ...`` texts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from .versioning import GateCheck, LabelGate
 
 
 class AgentStoreError(Exception):
@@ -38,7 +41,12 @@ class VersionConflictError(AgentStoreError):
     """The agent changed since the caller read it (optimistic concurrency)."""
 
     def __init__(
-        self, name: str, expected: int, actual: int | None, *, label: str | None = None
+        self,
+        name: str,
+        expected: int | Mapping[int, int],
+        actual: int | Mapping[int, int] | None,
+        *,
+        label: str | None = None,
     ) -> None:
         if label is None:
             message = (
@@ -47,9 +55,9 @@ class VersionConflictError(AgentStoreError):
                 "apply the change to that version"
             )
         else:  # a label move's check: ``actual`` is where the label points now (None: nowhere)
-            now = "is not set" if actual is None else f"points at version {actual}"
+            now = "is not set" if actual is None else f"points at {_target(actual)}"
             message = (
-                f"Agent {name!r}: label {label!r} was expected at version {expected}, but it "
+                f"Agent {name!r}: label {label!r} was expected at {_target(expected)}, but it "
                 f"{now}. Someone moved it since it was read: read the labels again"
             )
         super().__init__(message)
@@ -66,9 +74,21 @@ class VersionConflictError(AgentStoreError):
 
 
 def _rebuild_conflict(
-    name: str, expected: int, actual: int | None, label: str | None
+    name: str,
+    expected: int | Mapping[int, int],
+    actual: int | Mapping[int, int] | None,
+    label: str | None,
 ) -> VersionConflictError:
     return VersionConflictError(name, expected, actual, label=label)
+
+
+def _target(target: int | Mapping[int, int]) -> str:
+    """``version 3``, or ``the split 3: 90 %, 4: 10 %``."""
+    if isinstance(target, int):
+        return f"version {target}"
+    if len(target) == 1:
+        return f"version {next(iter(target))}"
+    return "the split " + ", ".join(f"{v}: {w} %" for v, w in target.items())
 
 
 class VersionNotFoundError(AgentStoreError, LookupError):
@@ -255,3 +275,26 @@ class ChangesExpiredError(AgentStoreError, LookupError):
 
     def __reduce__(self) -> tuple[object, ...]:  # rebuilt from its figures across processes
         return (type(self), (self.after, self.oldest, self.newest))
+
+
+class GateRefusedError(AgentStoreError):
+    """A protected label's gate refused a move: a version it would send a share to has not
+    shown the runs, success rate or speed the gate asks for. Nothing moved; ``set_label`` /
+    ``rollback_label`` with ``force=True`` and a note override it."""
+
+    def __init__(self, name: str, label: str, gate: LabelGate, checks: Sequence[GateCheck]) -> None:
+        failing = [check for check in checks if check.failures]
+        reasons = "; ".join(
+            f"version {check.version} {', '.join(check.failures)}" for check in failing
+        )
+        super().__init__(
+            f"Agent {name!r}: label {label!r} is protected (it needs {gate}): {reasons}. "
+            "Nothing was moved; to move it anyway, pass force=True with a note saying why"
+        )
+        self.name = name
+        self.label = label
+        self.gate = gate
+        self.checks = list(failing)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.name, self.label, self.gate, self.checks))

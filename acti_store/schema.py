@@ -29,12 +29,14 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
     String,
     Table,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -42,6 +44,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .column_types import DOUBLE_FLOAT, LONG_TEXT, MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
 from .models import BUILDER, NAME_MAX_LENGTH, TOOL_CATEGORIES, UPDATABLE_FIELDS
+from .routing import WEIGHTS_MAX_LENGTH
 from .tenancy import DEFAULT_TENANT, TENANT_TABLES
 from .versioning import LABEL_MAX_LENGTH
 
@@ -329,6 +332,48 @@ class LabelMoveRow(TenantColumn, Base):
     to_version: Mapped[int | None] = mapped_column(Counter)
     moved_at: Mapped[datetime] = mapped_column(UtcDateTime)
     note: Mapped[str | None] = mapped_column(LONG_TEXT)
+    #: A split's whole target, spelled ``3=90 4=10`` (``routing.spelled``); None for one version.
+    from_weights: Mapped[str | None] = mapped_column(String(WEIGHTS_MAX_LENGTH))
+    to_weights: Mapped[str | None] = mapped_column(String(WEIGHTS_MAX_LENGTH))
+    rollback: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    forced: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    #: The gate's checks (``GateCheck`` documents); None where the label had no gate.
+    checks: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+
+
+class LabelShareRow(TenantColumn, Base):
+    """The shares of a label that splits its traffic over versions (``agent_labels.version``
+    is then its main version); a label on one version has none."""
+
+    __tablename__ = "agent_label_shares"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["agent_id", "label"],
+            ["agent_labels.agent_id", "agent_labels.label"],
+            ondelete="CASCADE",
+        ),
+        TABLE_OPTIONS,
+    )
+
+    agent_id: Mapped[int] = mapped_column(primary_key=True)
+    label: Mapped[str] = mapped_column(String(LABEL_MAX_LENGTH), primary_key=True)
+    version: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=False)
+    weight: Mapped[int] = mapped_column(Integer)
+
+
+class LabelGateRow(TenantColumn, Base):
+    """A protected label's gate (``protect_label``); the label need not be set yet."""
+
+    __tablename__ = "agent_label_gates"
+    __table_args__ = TABLE_OPTIONS
+
+    agent_id: Mapped[int] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    label: Mapped[str] = mapped_column(String(LABEL_MAX_LENGTH), primary_key=True)
+    min_runs: Mapped[int] = mapped_column(Counter)
+    min_success_rate: Mapped[float] = mapped_column(DOUBLE_FLOAT)
+    max_mean_duration: Mapped[float | None] = mapped_column(DOUBLE_FLOAT)
 
 
 class VersionStatsRow(TenantColumn, Base):
@@ -439,6 +484,8 @@ agent_labels = cast(Table, AgentLabelRow.__table__)
 label_moves = cast(Table, LabelMoveRow.__table__)
 version_stats = cast(Table, VersionStatsRow.__table__)
 tenants = cast(Table, TenantRow.__table__)
+label_shares = cast(Table, LabelShareRow.__table__)
+label_gates = cast(Table, LabelGateRow.__table__)
 changes = cast(Table, ChangeRow.__table__)
 change_counters = cast(Table, ChangeCounterRow.__table__)
 checkpoints = cast(Table, CheckpointRow.__table__)

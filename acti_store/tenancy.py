@@ -50,6 +50,8 @@ TENANT_TABLES: Final = frozenset(
         "agent_versions_archive",
         "agent_labels",
         "agent_label_moves",
+        "agent_label_shares",
+        "agent_label_gates",
         "agent_version_stats",
         "agent_changes",
         "agent_change_counters",

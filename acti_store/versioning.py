@@ -63,15 +63,73 @@ class AgentVersion(_Model):
     labels: list[str] = Field(default_factory=list)
 
 
+class LabelGate(_Model):
+    """What a version must have shown, over every run counted for it, before a protected label
+    sends it any share (``protect_label``)."""
+
+    min_runs: int = Field(default=0, ge=0, le=COUNTER_MAX)
+    min_success_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_mean_duration: float | None = Field(default=None, gt=0)
+
+    def __str__(self) -> str:
+        parts = [f"at least {self.min_runs} run{'s' if self.min_runs != 1 else ''}"]
+        parts.append(f"a success rate of at least {self.min_success_rate:.0%}")
+        if self.max_mean_duration is not None:
+            parts.append(f"a mean duration of at most {self.max_mean_duration:g} s")
+        return ", ".join(parts)
+
+
+class GateCheck(_Model):
+    """One version's figures held against a label's gate when a move sent it a share."""
+
+    version: int
+    runs: int
+    successes: int
+    mean_duration: float | None
+    #: What the version lacks, in words; empty when it passed.
+    failures: list[str] = Field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.successes / self.runs if self.runs else None
+
+
 class LabelMove(_Model):
     """One entry of an agent's label log: a label set (``from_version`` None), moved or removed
-    (``to_version`` None)."""
+    (``to_version`` None). For a split, ``from_version``/``to_version`` are its main version
+    (the largest share) and ``from_weights``/``to_weights`` the whole split; they are None where
+    that side is a single version. ``rollback``: the move undid the label's last one
+    (``rollback_label``); ``forced``: a gate refused it and ``force=True`` overrode; ``checks``:
+    the gate's checks of the versions the move sent shares to (None: the label had no gate)."""
 
     label: str
     from_version: int | None
     to_version: int | None
     moved_at: UtcDatetime
     note: str | None = None
+    from_weights: dict[int, int] | None = None
+    to_weights: dict[int, int] | None = None
+    rollback: bool = False
+    forced: bool = False
+    checks: list[GateCheck] | None = None
+
+    @property
+    def before(self) -> dict[int, int] | None:
+        """Where the label pointed before the move, as weights (None: it was not set)."""
+        if self.from_weights is not None:
+            return self.from_weights
+        return None if self.from_version is None else {self.from_version: 100}
+
+    @property
+    def after(self) -> dict[int, int] | None:
+        """Where the move left the label, as weights (None: removed)."""
+        if self.to_weights is not None:
+            return self.to_weights
+        return None if self.to_version is None else {self.to_version: 100}
 
 
 class VersionLog(_Model):
@@ -81,6 +139,37 @@ class VersionLog(_Model):
     versions: list[AgentVersion]
     labels: dict[str, int] = Field(default_factory=dict)
     label_history: list[LabelMove] = Field(default_factory=list)
+    #: The labels that split their traffic, with their weights (``labels`` has their main
+    #: version).
+    splits: dict[str, dict[int, int]] = Field(default_factory=dict)
+    #: The protected labels' gates.
+    gates: dict[str, LabelGate] = Field(default_factory=dict)
+
+
+class VersionFigures(_Model):
+    """One version's runs, over every run counted for it (not only the 50 kept)."""
+
+    version: int
+    runs: int
+    successes: int
+    #: None without runs.
+    success_rate: float | None
+    #: The Wilson score 95 % interval of the success rate; (0.0, 1.0) without runs.
+    interval: tuple[float, float]
+    #: Seconds; None without runs.
+    mean_duration: float | None
+
+
+class VersionComparison(_Model):
+    """Two versions of one agent side by side (``compare_versions``): ``difference`` is b's
+    success rate minus a's, ``difference_interval`` its 95 % interval (Newcombe's hybrid
+    score interval); both None while either version has no runs."""
+
+    name: str
+    a: VersionFigures
+    b: VersionFigures
+    difference: float | None
+    difference_interval: tuple[float, float] | None
 
 
 class FieldChange(_Model):

@@ -28,19 +28,22 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import ColumnElement
 
 from ..models import UPDATABLE_FIELDS, AgentConfig, ExecutionStats, trusted
+from ..routing import Weights, spelled
 from ..schema import (
     UtcDateTime,
     agent_labels,
     agent_versions,
     agents,
     executions,
+    label_gates,
     label_moves,
+    label_shares,
     versions_archive,
 )
 from ..schema import version_stats as stats_table
 from ..sqlexec import Prepared
 from ..tenancy import TENANT, tenant_param
-from ..versioning import AgentVersion, LabelMove, version_of
+from ..versioning import AgentVersion, GateCheck, LabelGate, LabelMove, version_of
 from .statements import CONFIG_COLUMNS, model_reader, plain_values
 
 #: A snapshot row: its version, the configuration but the name (``UPDATABLE_FIELDS``), when it
@@ -157,27 +160,58 @@ DELETE_LABEL: Final = Prepared(
     delete(agent_labels).where(_label_of_agent, agent_labels.c.label == bindparam("label"))
 )
 DELETE_LABELS: Final = Prepared(delete(agent_labels).where(_label_of_agent))
-_MOVE_KEYS: Final = (
-    "agent_id",
-    "agent_name",
-    "label",
-    "from_version",
-    "to_version",
-    "moved_at",
-    "note",
-)
+#: The log's columns but the agent's, in ``LabelMove``'s order (rows are read by name).
+_MOVE_FIELDS: Final = tuple(LabelMove.model_fields)
+_MOVE_KEYS: Final = ("agent_id", "agent_name", *_MOVE_FIELDS)
 INSERT_MOVE: Final = Prepared(insert(label_moves), columns=_MOVE_KEYS)
-_MOVE_COLUMNS: Final = (
-    label_moves.c.label,
-    label_moves.c.from_version,
-    label_moves.c.to_version,
-    label_moves.c.moved_at,
-    label_moves.c.note,
-)
+_MOVE_COLUMNS: Final = tuple(label_moves.c[field] for field in _MOVE_FIELDS)
 MOVES: Final = Prepared(
     select(*_MOVE_COLUMNS)
     .where(label_moves.c.agent_id == bindparam("agent_id"))
     .order_by(label_moves.c.id.desc())
+)
+_of_shares = label_shares.c.agent_id == bindparam("agent_id")
+#: Every share of the agent's split labels, by label and version.
+SHARES: Final = Prepared(
+    select(label_shares.c.label, label_shares.c.version, label_shares.c.weight)
+    .where(_of_shares)
+    .order_by(label_shares.c.label, label_shares.c.version)
+)
+LABEL_SHARES: Final = Prepared(
+    select(label_shares.c.version, label_shares.c.weight)
+    .where(_of_shares, label_shares.c.label == bindparam("label"))
+    .order_by(label_shares.c.version)
+)
+INSERT_SHARE: Final = Prepared(
+    insert(label_shares), columns=("agent_id", "label", "version", "weight")
+)
+DELETE_SHARES: Final = Prepared(
+    delete(label_shares).where(_of_shares, label_shares.c.label == bindparam("label"))
+)
+DELETE_AGENT_SHARES: Final = Prepared(delete(label_shares).where(_of_shares))
+_of_gates = label_gates.c.agent_id == bindparam("agent_id")
+_GATE_FIELDS: Final = tuple(LabelGate.model_fields)
+GATES: Final = Prepared(
+    select(label_gates.c.label, *(label_gates.c[f] for f in _GATE_FIELDS))
+    .where(_of_gates)
+    .order_by(label_gates.c.label)
+)
+GATE: Final = Prepared(
+    select(*(label_gates.c[f] for f in _GATE_FIELDS)).where(
+        _of_gates, label_gates.c.label == bindparam("label")
+    )
+)
+INSERT_GATE: Final = Prepared(insert(label_gates), columns=("agent_id", "label", *_GATE_FIELDS))
+DELETE_GATE: Final = Prepared(
+    delete(label_gates).where(_of_gates, label_gates.c.label == bindparam("label"))
+)
+DELETE_GATES: Final = Prepared(delete(label_gates).where(_of_gates))
+#: One version's lifetime counters (``compare_versions``, a gate's check).
+VERSION_FIGURES: Final = Prepared(
+    select(stats_table.c.runs, stats_table.c.successes, stats_table.c.duration_total).where(
+        stats_table.c.agent_id == bindparam("agent_id"),
+        stats_table.c.version == bindparam("version"),
+    )
 )
 #: Delete (``delete_history``) or archive (agent_id NULL, name kept) an agent's versions and log.
 DELETE_VERSIONS: Final = Prepared(delete(agent_versions).where(_of_agent))
@@ -210,6 +244,9 @@ _PRUNED: Final = (
         _of_agent,
         agent_versions.c.version != bindparam("current"),
         agent_versions.c.version.not_in(select(agent_labels.c.version).where(_label_of_agent)),
+        agent_versions.c.version.not_in(
+            select(label_shares.c.version).where(label_shares.c.agent_id == bindparam("agent_id"))
+        ),
     )
     .order_by(_newest_first)
     .offset(bindparam("keep", type_=Integer()))
@@ -307,15 +344,45 @@ def version_from_row(name: str, row: Sequence[Any], labels: list[str]) -> AgentV
     return version_of(name, row[_NUMBER], config, row[_CREATED_AT], row[_MESSAGE], labels)
 
 
+def move_values(move: LabelMove) -> dict[str, Any]:
+    """The parameters of ``INSERT_MOVE`` for ``move`` but the agent's."""
+    values = {field: getattr(move, field) for field in _MOVE_FIELDS}
+    for side in ("from_weights", "to_weights"):
+        weights = values[side]
+        values[side] = None if weights is None else spelled(weights)
+    if move.checks is not None:
+        values["checks"] = [check.model_dump(mode="json") for check in move.checks]
+    return values
+
+
+def parsed_weights(text: str | None) -> Weights | None:
+    """A split as the log spells it (``3=90 4=10``), as ``Weights``."""
+    if text is None:
+        return None
+    return {int(v): int(w) for v, w in (part.split("=") for part in text.split())}
+
+
 def move_from_row(row: Sequence[Any]) -> LabelMove:
-    return trusted(
-        LabelMove,
-        label=row[0],
-        from_version=row[1],
-        to_version=row[2],
-        moved_at=row[3],
-        note=row[4],
-    )
+    values = dict(zip(_MOVE_FIELDS, row, strict=True))
+    values["from_weights"] = parsed_weights(values["from_weights"])
+    values["to_weights"] = parsed_weights(values["to_weights"])
+    values["rollback"] = bool(values["rollback"])
+    values["forced"] = bool(values["forced"])
+    if values["checks"] is not None:
+        values["checks"] = [trusted(GateCheck, **check) for check in values["checks"]]
+    return trusted(LabelMove, **values)
+
+
+def gate_from_row(row: Sequence[Any]) -> LabelGate:
+    return trusted(LabelGate, **dict(zip(_GATE_FIELDS, row, strict=True)))
+
+
+def splits_from_rows(rows: Sequence[Sequence[Any]]) -> dict[str, Weights]:
+    """The splits in ``SHARES`` rows, by label."""
+    splits: dict[str, Weights] = {}
+    for label, version, weight in rows:
+        splits.setdefault(label, {})[version] = weight
+    return splits
 
 
 def stats_from_rows(

@@ -45,23 +45,32 @@ from .statements import (
 from .version_statements import (
     ARCHIVE_MOVES,
     ARCHIVE_VERSIONS,
+    DELETE_AGENT_SHARES,
+    DELETE_GATES,
     DELETE_LABELS,
     DELETE_MOVES,
     DELETE_STATS,
     DELETE_VERSIONS,
+    GATES,
+    INSERT_GATE,
     INSERT_LABEL,
     INSERT_MOVE,
+    INSERT_SHARE,
     INSERT_VERSION,
     LABELS,
     MOVES,
     PRUNE,
+    SHARES,
     SNAPSHOT_OF_NAMED,
     SNAPSHOT_ROW,
     VERSION,
     VERSION_RANGE,
     VERSIONS,
+    gate_from_row,
     move_from_row,
+    move_values,
     snapshot_values,
+    splits_from_rows,
     version_from_row,
 )
 
@@ -77,11 +86,14 @@ def read_version_log(cursor: Cursor, name: str, agent_id: int) -> VersionLog:
     for label, version in labels:
         by_version.setdefault(version, []).append(label)
     rows = cursor.all(VERSIONS, {"agent_id": agent_id})
+    keys = {"agent_id": agent_id}
     return trusted(
         VersionLog,
         versions=[version_from_row(name, r, by_version.get(r[0], [])) for r in rows],
         labels={label: version for label, version in labels},
-        label_history=[move_from_row(r) for r in cursor.all(MOVES, {"agent_id": agent_id})],
+        label_history=[move_from_row(r) for r in cursor.all(MOVES, keys)],
+        splits=splits_from_rows(cursor.all(SHARES, keys)),
+        gates={row[0]: gate_from_row(row[1:]) for row in cursor.all(GATES, keys)},
     )
 
 
@@ -152,9 +164,16 @@ def imported_rows(agent: Agent, log: VersionLog | None) -> list[tuple[Prepared, 
     if log is not None:
         for label, version in log.labels.items():
             rows.append((INSERT_LABEL, {"agent_id": 0, "label": label, "version": version}))
+        for label, weights in log.splits.items():
+            rows.extend(
+                (INSERT_SHARE, {"agent_id": 0, "label": label, "version": v, "weight": w})
+                for v, w in weights.items()
+            )
+        for label, gate in log.gates.items():
+            rows.append((INSERT_GATE, {"agent_id": 0, "label": label} | gate.model_dump()))
         for move in reversed(log.label_history):  # oldest first: ids order the log
             rows.append(
-                (INSERT_MOVE, {"agent_id": 0, "agent_name": agent.name} | move.model_dump())
+                (INSERT_MOVE, {"agent_id": 0, "agent_name": agent.name} | move_values(move))
             )
     return rows
 
@@ -180,7 +199,9 @@ def forget_versions(cursor: Cursor, agent_id: int, name: str, *, archive: bool) 
     else:
         cursor.send(DELETE_MOVES, keys)
     cursor.send(DELETE_VERSIONS, keys)
+    cursor.send(DELETE_AGENT_SHARES, keys)
     cursor.send(DELETE_LABELS, keys)
+    cursor.send(DELETE_GATES, keys)
     cursor.send(DELETE_STATS, keys)
 
 
