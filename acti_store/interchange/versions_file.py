@@ -7,11 +7,22 @@ file. The document::
     {"agent_name": ..., "current_version": N,
      "versions": [{"version", "created_at", "message", "config": {the seven fields}}, ...],
      "labels": {"production": 3, ...},
-     "label_history": [{"label", "from_version", "to_version", "moved_at", "note"}, ...]}
+     "splits": {"production": {"3": 90, "4": 10}},
+     "gates": {"production": {"min_runs": 50, "min_success_rate": 0.95,
+                              "max_mean_duration": null}},
+     "label_history": [{"label", "from_version", "to_version", "moved_at", "note",
+                        "from_weights", "to_weights", "rollback", "forced", "checks"}, ...]}
 
-``versions`` and ``label_history`` newest first. "File names decide" as for histories: agents
-``x`` and ``x_versions`` both want ``x_versions.json``; in an export with versions, ``x``'s
-versions file has it and ``x_versions`` is reported not exported.
+``versions`` and ``label_history`` newest first. What labels route and protect is written only
+where it is not the default: ``splits`` (the labels that split their traffic; ``labels`` has
+their main version) and ``gates`` only when there are some, and a move's ``from_weights``,
+``to_weights`` (a side that is a split), ``rollback``, ``forced`` (when true) and ``checks``
+(the label had a gate) only when set. So a store that never split, protected or forced a label
+writes the bytes it wrote before labels could route, and older files import as they did.
+
+"File names decide" as for histories: agents ``x`` and ``x_versions`` both want
+``x_versions.json``; in an export with versions, ``x``'s versions file has it and
+``x_versions`` is reported not exported.
 """
 
 from __future__ import annotations
@@ -27,10 +38,21 @@ from ..documents import (
     format_timestamp,
 )
 from ..models import Agent
-from ..versioning import MESSAGE_MAX_LENGTH, VersionLog, is_valid_label
+from ..routing import SPLIT_MAX, TOTAL, Weights, main_version
+from ..versioning import MESSAGE_MAX_LENGTH, LabelMove, VersionLog, is_valid_label
 
 VERSIONS_SUFFIX: Final = "_versions.json"
 _KEYS: Final = ("agent_name", "current_version", "versions", "labels", "label_history")
+#: The keys written only when they hold something (``splits``, ``gates``).
+_OPTIONAL_KEYS: Final = ("splits", "gates")
+#: A label move's keys written only when not their default, with that default.
+_MOVE_DEFAULTS: Final[dict[str, object]] = {
+    "from_weights": None,
+    "to_weights": None,
+    "rollback": False,
+    "forced": False,
+    "checks": None,
+}
 
 
 def versions_file_name(name: str) -> str:
@@ -44,11 +66,16 @@ def is_versions_document(document: object) -> bool:
 def versions_document(agent: Agent, log: VersionLog) -> dict[str, Any]:
     """The versions document of ``agent``, from ``log`` read in the same snapshot as the agent
     (``iter_export_versions``); versions above its own, should a log be newer, are left out,
-    and so are labels pointing at them."""
+    and so are labels pointing at them (a split: at any of them)."""
     current = agent.metadata.version
     kept = [v for v in log.versions if v.version <= current]
     numbers = {v.version for v in kept}
-    return {
+    splits = {
+        label: weights
+        for label, weights in sorted(log.splits.items())
+        if numbers.issuperset(weights)
+    }
+    document: dict[str, Any] = {
         "agent_name": agent.name,
         "current_version": current,
         "versions": [
@@ -60,26 +87,63 @@ def versions_document(agent: Agent, log: VersionLog) -> dict[str, Any]:
             }
             for v in kept
         ],
-        "labels": {label: n for label, n in sorted(log.labels.items()) if n in numbers},
-        "label_history": [
-            {
-                "label": m.label,
-                "from_version": m.from_version,
-                "to_version": m.to_version,
-                "moved_at": format_timestamp(m.moved_at),
-                "note": m.note,
-            }
-            for m in log.label_history
-        ],
+        "labels": {
+            label: n
+            for label, n in sorted(log.labels.items())
+            if n in numbers and (label in splits or label not in log.splits)
+        },
     }
+    if splits:
+        document["splits"] = {label: _weights_document(w) for label, w in splits.items()}
+    if log.gates:
+        document["gates"] = {
+            label: gate.model_dump(mode="json") for label, gate in sorted(log.gates.items())
+        }
+    document["label_history"] = [_move_document(m) for m in log.label_history]
+    return document
+
+
+def _weights_document(weights: Weights) -> dict[str, int]:
+    return {str(version): weight for version, weight in sorted(weights.items())}
+
+
+def _move_document(move: LabelMove) -> dict[str, Any]:
+    """One entry of ``label_history``: the five keys every file has, then those of the
+    routing fields that are not their default."""
+    entry: dict[str, Any] = {
+        "label": move.label,
+        "from_version": move.from_version,
+        "to_version": move.to_version,
+        "moved_at": format_timestamp(move.moved_at),
+        "note": move.note,
+    }
+    for field, default in _MOVE_DEFAULTS.items():
+        value = getattr(move, field)
+        if value == default:
+            continue
+        if field.endswith("_weights"):
+            value = _weights_document(value)
+        elif field == "checks":
+            value = [check.model_dump(mode="json") for check in value]
+        entry[field] = value
+    return entry
 
 
 def parse_versions(file: str, document: object, agent: Agent) -> VersionLog:
     """Validate the versions document of ``agent`` (read from ``file``): it must name the agent
     and its version, hold that version with the agent's configuration, and its labels must
-    point at versions it holds."""
-    if not isinstance(document, dict) or set(document) != set(_KEYS):
-        raise DocumentError(f"not a versions document: its keys must be {', '.join(_KEYS)}")
+    point at versions it holds; a split's weights, on versions it holds, must sum to 100 and its
+    label stand for its main version. ``splits``, ``gates`` and a move's routing fields may be
+    there or not (older files)."""
+    if (
+        not isinstance(document, dict)
+        or not set(_KEYS) <= set(document)
+        or not set(document) <= {*_KEYS, *_OPTIONAL_KEYS}
+    ):
+        raise DocumentError(
+            f"not a versions document: its keys must be {', '.join(_KEYS)} "
+            f"(and {' and '.join(_OPTIONAL_KEYS)} when it has some)"
+        )
     if document["agent_name"] != agent.name or file != versions_file_name(agent.name):
         raise DocumentError(
             f"the versions of agent {document['agent_name']!r}: its file name must be "
@@ -97,7 +161,14 @@ def parse_versions(file: str, document: object, agent: Agent) -> VersionLog:
                     _version(item, agent.name) for item in _list(document["versions"], "versions")
                 ],
                 "labels": document["labels"],
-                "label_history": document["label_history"],
+                "label_history": [
+                    _move(item) for item in _list(document["label_history"], "label_history")
+                ],
+                "splits": {
+                    label: _weights(weights, f"splits.{label}")
+                    for label, weights in _mapping(document.get("splits", {}), "splits").items()
+                },
+                "gates": document.get("gates", {}),
             }
         )
     except ValidationError as exc:
@@ -110,6 +181,48 @@ def _list(value: object, field: str) -> list[Any]:
     if not isinstance(value, list):
         raise DocumentError(f"{field} must be a list")
     return value
+
+
+def _mapping(value: object, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise DocumentError(f"{field} must be an object")
+    return value
+
+
+def _weights(value: object, field: str) -> Weights:
+    """A split as a file spells it (``{"3": 90, "4": 10}``): 2 to ``SPLIT_MAX`` versions, each
+    with a whole percent from 1 to 100, summing to 100; in version order."""
+    rule = (
+        f"must split over 2 to {SPLIT_MAX} versions, each with a whole percent from 1 to "
+        f'{TOTAL}, summing to {TOTAL} (e.g. {{"3": 90, "4": 10}})'
+    )
+    if not isinstance(value, dict) or not 2 <= len(value) <= SPLIT_MAX:
+        raise DocumentError(f"{field} {rule}")
+    weights: Weights = {}
+    for version, weight in value.items():
+        if not (isinstance(version, str) and version.isdecimal() and version == str(int(version))):
+            raise DocumentError(f"{field}: {version!r} is not a version number; {field} {rule}")
+        if type(weight) is not int or not 1 <= weight <= TOTAL:
+            raise DocumentError(f"{field}: version {version} has {weight!r}; {field} {rule}")
+        weights[int(version)] = weight
+    if sum(weights.values()) != TOTAL:
+        raise DocumentError(f"{field}: the weights sum to {sum(weights.values())}; {field} {rule}")
+    return dict(sorted(weights.items()))
+
+
+def _move(item: object) -> object:
+    """A ``label_history`` entry with its weights read as ``_weights`` (the model checks the
+    rest)."""
+    if not isinstance(item, dict):
+        return item  # the model says what is wrong
+    return {
+        **item,
+        **{
+            side: _weights(item[side], f"label_history: {side}")
+            for side in ("from_weights", "to_weights")
+            if item.get(side) is not None
+        },
+    }
 
 
 def _version(item: object, name: str) -> object:
@@ -134,6 +247,40 @@ def _check(log: VersionLog, agent: Agent) -> None:
     for label, version in log.labels.items():
         if not is_valid_label(label) or version not in numbers:
             raise DocumentError(f"label {label!r} must be a valid label on a listed version")
+    for label, weights in log.splits.items():
+        _check_split(label, weights, log, numbers)
+    for label in log.gates:
+        if not is_valid_label(label):
+            raise DocumentError(f"gate {label!r} must be on a valid label")
+    for move in log.label_history:
+        _check_move(move)
     for snapshot in log.versions:
         if snapshot.message is not None and len(snapshot.message) > MESSAGE_MAX_LENGTH:
             raise DocumentError(f"version {snapshot.version}: message over {MESSAGE_MAX_LENGTH}")
+
+
+def _check_split(label: str, weights: Weights, log: VersionLog, numbers: list[int]) -> None:
+    if label not in log.labels:
+        raise DocumentError(f"split {label!r} must be a label in labels")
+    unlisted = [version for version in weights if version not in numbers]
+    if unlisted:
+        raise DocumentError(f"split {label!r}: version {unlisted[0]} is not a listed version")
+    main = main_version(weights)
+    if log.labels[label] != main:
+        raise DocumentError(
+            f"label {label!r} must be on its split's main version {main} (the largest share, "
+            f"the older version on a tie), not {log.labels[label]}"
+        )
+
+
+def _check_move(move: LabelMove) -> None:
+    """A move's versions are its splits' main versions (where a side is a split)."""
+    for side, version, weights in (
+        ("from", move.from_version, move.from_weights),
+        ("to", move.to_version, move.to_weights),
+    ):
+        if weights is not None and version != main_version(weights):
+            raise DocumentError(
+                f"label_history: a move of {move.label!r} has {side}_weights with main version "
+                f"{main_version(weights)}, but {side}_version {version}"
+            )
