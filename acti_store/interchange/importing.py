@@ -206,8 +206,8 @@ def import_json(
     one invalid file imports nothing; without it the valid files are imported and the others
     reported. ``dry_run`` reports what would happen and writes nothing. Files are read one agent
     at a time, so memory stays bounded however large the folder. An agent's
-    ``{name}_versions.json``, when there, gives it those versions, labels and label log (else
-    one snapshot of its current version, message ``imported``).
+    ``{name}_versions.json``, when there, gives it those versions, labels (splits included),
+    gates and label log (else one snapshot of its current version, message ``imported``).
 
     A folder an export did not finish writing (killed, or stopped by an error: it still holds
     the export's mark ``.acti-export-incomplete``) may hold only some of the agents: it raises
