@@ -45,13 +45,10 @@ VERSIONS_SUFFIX: Final = "_versions.json"
 _KEYS: Final = ("agent_name", "current_version", "versions", "labels", "label_history")
 #: The keys written only when they hold something (``splits``, ``gates``).
 _OPTIONAL_KEYS: Final = ("splits", "gates")
-#: A label move's keys written only when not their default, with that default.
+#: A label move's keys written only when not their default (the model's), with that default.
 _MOVE_DEFAULTS: Final[dict[str, object]] = {
-    "from_weights": None,
-    "to_weights": None,
-    "rollback": False,
-    "forced": False,
-    "checks": None,
+    field: LabelMove.model_fields[field].default
+    for field in ("from_weights", "to_weights", "rollback", "forced", "checks")
 }
 
 
