@@ -185,12 +185,21 @@ def _routed_document() -> tuple[Agent, dict[str, Any]]:
         (lambda d: d.update({"splits": [3, 4]}), "splits must be an object"),
         (
             lambda d: d["gates"]["production"].update({"min_success_rate": 1.5}),
-            "gates.production.min_success_rate: ",
+            "gates.production: min_success_rate: Input should be less than or equal to 1",
         ),
         (
             lambda d: d["gates"]["production"].update({"max_mean_duration": 0}),
-            "gates.production.max_mean_duration: ",
+            "gates.production: max_mean_duration: Input should be greater than 0",
         ),
+        (
+            lambda d: d["gates"]["production"].update({"min_runs": True}),
+            "gates.production: min_runs: Input should be a valid integer",
+        ),
+        (
+            lambda d: d["gates"]["production"].update({"min_success_rate": "0.95"}),
+            "gates.production: min_success_rate: Input should be a valid number",
+        ),
+        (lambda d: d.update({"gates": []}), "gates must be an object"),
         (
             lambda d: d["gates"].update({"Prod": {}}),
             "gate 'Prod' must be on a valid label",

@@ -39,7 +39,7 @@ from ..documents import (
 )
 from ..models import Agent
 from ..routing import SPLIT_MAX, TOTAL, Weights, main_version
-from ..versioning import MESSAGE_MAX_LENGTH, LabelMove, VersionLog, is_valid_label
+from ..versioning import MESSAGE_MAX_LENGTH, LabelGate, LabelMove, VersionLog, is_valid_label
 
 VERSIONS_SUFFIX: Final = "_versions.json"
 _KEYS: Final = ("agent_name", "current_version", "versions", "labels", "label_history")
@@ -165,7 +165,7 @@ def parse_versions(file: str, document: object, agent: Agent) -> VersionLog:
                     label: _weights(weights, f"splits.{label}")
                     for label, weights in _mapping(document.get("splits", {}), "splits").items()
                 },
-                "gates": document.get("gates", {}),
+                "gates": _gates(document.get("gates", {})),
             }
         )
     except ValidationError as exc:
@@ -205,6 +205,18 @@ def _weights(value: object, field: str) -> Weights:
     if sum(weights.values()) != TOTAL:
         raise DocumentError(f"{field}: the weights sum to {sum(weights.values())}; {field} {rule}")
     return dict(sorted(weights.items()))
+
+
+def _gates(value: object) -> dict[str, LabelGate]:
+    """The gates as a file spells them, each read strictly (JSON's own types: ``true`` is not
+    a number of runs, ``"0.95"`` not a rate)."""
+    gates: dict[str, LabelGate] = {}
+    for label, gate in _mapping(value, "gates").items():
+        try:
+            gates[label] = LabelGate.model_validate(gate, strict=True)
+        except ValidationError as exc:
+            raise DocumentError(f"gates.{label}: {describe_validation_error(exc)}") from None
+    return gates
 
 
 def _move(item: object) -> object:
