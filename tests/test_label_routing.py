@@ -23,7 +23,9 @@ from acti_store import (
     VersionConflictError,
     VersionNotFoundError,
 )
+from acti_store.engine import make_engine
 from acti_store.execution.runner import AgentRunner
+from acti_store.revisions import upgrade_schema
 from acti_store.routing import difference_interval, pick, wilson
 
 NAME = "support_bot"
@@ -287,3 +289,26 @@ def test_a_deleted_agent_takes_its_splits_and_gates(repo: SqlAgentRepository) ->
     repo.delete(NAME)
     _with_versions(repo, 2)
     assert repo.label_weights(NAME) == {} and repo.label_gates(NAME) == {}
+
+
+def test_the_downgrade_keeps_each_split_label_on_its_main_version(
+    repo: SqlAgentRepository,
+) -> None:
+    _with_versions(repo, 4)
+    repo.set_label(NAME, "production", {3: 70, 4: 30})
+    repo.protect_label(NAME, "production", min_runs=1)
+    repo.set_label(NAME, "production", {3: 40, 4: 60}, force=True, note="release")
+    engine = make_engine(repo.engine.url)
+    try:
+        assert upgrade_schema(engine, "0010_changes")[1] == {"0010_changes"}
+        assert upgrade_schema(engine, "head")[1] == {"0011_label_routing"}
+    finally:
+        engine.dispose()
+    assert repo.labels(NAME) == {"production": 4}
+    assert repo.label_weights(NAME) == {"production": {4: 100}}  # the split is gone
+    assert repo.label_gates(NAME) == {}
+    moves = repo.label_history(NAME)
+    assert [(m.from_version, m.to_version, m.forced) for m in moves] == [
+        (3, 4, False),
+        (None, 3, False),
+    ]
