@@ -434,14 +434,23 @@ class VersionTools:
         person's rule)."""
         agent_name = valid_name("name", name)
         label = self._label(label)
+        asked = validated(
+            LabelGate,
+            {
+                "min_runs": min_runs,
+                "min_success_rate": min_success_rate,
+                "max_mean_duration": max_mean_duration,
+            },
+            lambda errors: render.invalid_parameters("protect", errors),
+        )
         repo = self._builder.repo
         try:
             repo.protect_label(
                 agent_name,
                 label,
-                min_runs=min_runs,
-                min_success_rate=min_success_rate,
-                max_mean_duration=max_mean_duration,
+                min_runs=asked.min_runs,
+                min_success_rate=asked.min_success_rate,
+                max_mean_duration=asked.max_mean_duration,
             )
             gate = repo.label_gates(agent_name)[label]
         except AgentNotFoundError as exc:
