@@ -129,7 +129,7 @@ def test_a_gate_refuses_until_a_person_forces_it_with_a_note(url: str) -> None:
         "share only with at least 3 runs, a success rate of at least 70%, a mean duration of "
         "at most 3 s.\n"
     )
-    status, out, err = results[1]
+    _, out, err = results[1]
     assert out == "" and len(err.splitlines()) == 1
     assert err.startswith(
         "error: Label 'production' of agent 'lead_qualifier' is protected: a version gets a "
