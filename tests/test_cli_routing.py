@@ -192,7 +192,8 @@ def test_compare_and_wrong_command_lines(url: str) -> None:
     assert "'1=x' is neither a version (3) nor a version's share (3=90)" in results[3][2]
     assert "give either a VERSION (or a split), --remove or --rollback" in results[4][2]
     assert results[6][2].startswith(
-        "error: Label 'production' of agent 'lead_qualifier' cannot be rolled back"
+        "error: Label 'production' of agent 'lead_qualifier' has no move to roll back. Nothing "
+        "was changed."
     )
     assert results[7][2].startswith("error: Invalid protect parameter.")
     with closing(open_repository(url)) as repo:

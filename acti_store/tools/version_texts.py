@@ -141,8 +141,8 @@ a share of it only with {gate}. Nothing was moved.
 {force}. Compare the versions with {compare}, or let {version} run more first."""
 GATE_CHECK_LINE: Final = "  - v{version}: {figures}; it {failures}"
 
-NOTHING_TO_ROLL_BACK: Final = """ERROR: Label '{label}' of agent '{name}' cannot be rolled \
-back: {reason}. Nothing was changed.
+NOTHING_TO_ROLL_BACK: Final = """ERROR: Label '{label}' of agent '{name}' has no move to roll \
+back. Nothing was changed.
 
 See the labels with {versions}."""
 #: What a forced rollback is spelled with in the CLI's ``force`` hint (``label NAME L --rollback``).

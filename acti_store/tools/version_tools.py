@@ -377,11 +377,11 @@ class VersionTools:
         except GateRefusedError as exc:
             raise self._gate_refused(exc, vt.ROLLBACK_TARGET) from None
         except InvalidInputError as exc:
-            reason = "; ".join(message for _, message in exc.problems) or str(exc)
+            if [field for field, _ in exc.problems] != ["label"]:  # e.g. the CLI's note
+                raise invalid(exc, lambda e: render.invalid_parameters("label", e)) from None
             text = vt.NOTHING_TO_ROLL_BACK.format(
                 label=label,
                 name=agent_name,
-                reason=reason,
                 versions=self._call(self._calls.versions, agent_name),
             )
             raise refused(text, "nothing_to_roll_back", name=agent_name, label=label) from None
