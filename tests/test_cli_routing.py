@@ -13,7 +13,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 
 import pytest
@@ -67,7 +66,13 @@ def url(store_url: str) -> str:
     """A store with two versions of ``lead_qualifier``; v1 ran 4 times (3 successes)."""
     with closing(open_repository(store_url)) as repo:
         repo.create(make_config())
-        repo.update(NAME, {"system_prompt": "You qualify leads.\nBudget first, then authority."})
+        repo.update(
+            NAME,
+            {
+                "system_prompt": "You are a lead qualification specialist.\n"
+                "Assess budget first, then authority."
+            },
+        )
         for index in range(4):
             record = ExecutionRecord(
                 timestamp=repo.now(),
@@ -81,25 +86,64 @@ def url(store_url: str) -> str:
     return store_url
 
 
-def test_split_a_label_roll_it_back_and_read_the_log(url: str) -> None:
+def test_compare_split_roll_back_and_read_the_log(url: str) -> None:
     results = session(
         url,
+        ["compare", NAME, "1", "2"],
+        ["label", NAME, "production", "1=90", "2=20"],
+        ["label", NAME, "production", "1=90", "2"],
+        ["label", NAME, "production", "1=x"],
+        ["label", NAME, "production"],
+        ["label", NAME, "production", "1", "--rollback"],
+        ["label", NAME, "production", "--rollback"],
+        ["protect", NAME, "production", "--min-success-rate", "95"],
+        ["protect", NAME, "production", "--off", "--min-runs", "3"],
+        ["run", NAME, "Qualify John", "--key", "user-42"],
+        # Nothing above changed the store: the session starts here.
         ["label", NAME, "production", "1"],
         ["label", NAME, "production", "1=90", "2=10", "--note", "canary"],
         ["label", NAME, "production", "--rollback", "--note", "too early"],
         ["labels", NAME],
     )
-    assert [status for status, _, _ in results] == [0, 0, 0, 0]
-    assert all(err == "" for _, _, err in results)
-    assert results[1][1] == (
+    status, out, err = results[0]
+    assert status == 0 and err == ""
+    assert out.startswith(
+        "Version Comparison: lead_qualifier (v1 vs v2)\n"
+        "==================================================\n\n"
+        "v1:\n  Runs: 4\n  Success Rate: 75% (3/4), 95% interval 30.1%-95.4%\n"
+        "  Average Duration: 2.0s\n\nv2:\n  Runs: 0\n  Success Rate: no runs yet\n"
+    )
+    assert out.endswith(
+        "Let both versions run first, e.g. split a label between them: acti-store label "
+        "lead_qualifier <label> 1=90 2=10\n"
+    )
+
+    refusals = results[1:10]
+    assert [status for status, _, _ in refusals] == [1, 1, 2, 2, 2, 1, 1, 2, 1]
+    assert all(out == "" for _, out, _ in refusals)
+    assert refusals[0][2].startswith("error: Invalid label parameter.")
+    assert "3=90 4=10" in refusals[1][2]
+    assert "'1=x' is neither a version (3) nor a version's share (3=90)" in refusals[2][2]
+    assert "give either a VERSION (or a split), --remove or --rollback" in refusals[3][2]
+    assert refusals[5][2] == (
+        "error: Label 'production' of agent 'lead_qualifier' has no move to roll back. Nothing "
+        "was changed. See the labels with acti-store versions lead_qualifier.\n"
+    )
+    assert refusals[6][2].startswith("error: Invalid protect parameter.")
+    assert refusals[8][2] == "error: --key picks a version of a label's split: give --label too\n"
+
+    moves = results[10:]
+    assert [status for status, _, _ in moves] == [0, 0, 0, 0]
+    assert all(err == "" for _, _, err in moves)
+    assert moves[1][1] == (
         "SUCCESS: Label 'production' of agent 'lead_qualifier' moved from v1 to v1 90 % / v2 "
         "10 %.\n\nLabels now: production -> v1 90 % / v2 10 %\n"
     )
-    assert results[2][1].startswith(
+    assert moves[2][1].startswith(
         "SUCCESS: Label 'production' of agent 'lead_qualifier' rolled back from v1 90 % / v2 "
         "10 % to v1."
     )
-    report = results[3][1]
+    report = moves[3][1]
     assert report.startswith("Labels of agent 'lead_qualifier': production -> v1\n")
     log = report.split("Label moves (newest first):\n")[1].splitlines()
     assert log[0].endswith("production: moved from v1 90 % / v2 10 % to v1 [rollback] (too early)")
@@ -107,6 +151,7 @@ def test_split_a_label_roll_it_back_and_read_the_log(url: str) -> None:
     assert log[2].endswith("production: set on v1 (it was not set)")
     with closing(open_repository(url)) as repo:
         assert repo.label_weights(NAME) == {"production": {1: 100}}
+        assert repo.label_gates(NAME) == {}
 
 
 def test_a_gate_refuses_until_a_person_forces_it_with_a_note(url: str) -> None:
@@ -126,26 +171,24 @@ def test_a_gate_refuses_until_a_person_forces_it_with_a_note(url: str) -> None:
     assert statuses == [0, 1, 0, 2, 0, 0, 0, 0]
     assert results[0][1] == (
         "SUCCESS: Label 'production' of agent 'lead_qualifier' is protected: a move sends it a "
-        "share only with at least 3 runs, a success rate of at least 70%, a mean duration of "
+        "share only with at least 3 runs, a success rate of at least 70.0%, a mean duration of "
         "at most 3 s.\n"
     )
     _, out, err = results[1]
     assert out == "" and len(err.splitlines()) == 1
-    assert err.startswith(
+    assert err == (
         "error: Label 'production' of agent 'lead_qualifier' is protected: a version gets a "
-        "share of it only with at least 3 runs, a success rate of at least 70%, a mean duration "
-        "of at most 3 s. Nothing was moved. v2: 0 runs; it "
-    )
-    assert (
-        'To move it anyway, run: acti-store label lead_qualifier production 2 --force --note "why".'
-        in err
-    )
-    assert "compare_agent_versions" not in err  # a person gets commands, not tool calls
-    assert "acti-store compare lead_qualifier" in err
+        "share of it only with at least 3 runs, a success rate of at least 70.0%, a mean duration "
+        "of at most 3 s. Nothing was moved; the gate refused: v2 (0 runs): has 0 runs (at least "
+        "3 wanted), has no runs to judge its success rate by (at least 70.0% wanted), has no runs "
+        "to judge its duration by (at most 3 s wanted). To move it anyway, run: acti-store label "
+        'lead_qualifier production 2 --force --note "why". Compare the versions with acti-store '
+        "compare lead_qualifier <a> 2, or let v2 run more first.\n"
+    )  # a person gets commands, not tool calls
     assert results[3][2].endswith('error: --force needs --note "why" (the label log keeps it)\n')
     report = results[5][1]
     assert (
-        "\nProtected: production (needs at least 3 runs, a success rate of at least 70%, a mean "
+        "\nProtected: production (needs at least 3 runs, a success rate of at least 70.0%, a mean "
         "duration of at most 3 s)\n"
     ) in report
     assert "production: moved from v1 to v2 [forced] (hotfix, runs come later)" in report
@@ -160,59 +203,11 @@ def test_a_gate_refuses_until_a_person_forces_it_with_a_note(url: str) -> None:
         assert repo.label_gates(NAME) == {}
 
 
-def test_compare_and_wrong_command_lines(url: str) -> None:
-    results = session(
-        url,
-        ["compare", NAME, "1", "2"],
-        ["label", NAME, "production", "1=90", "2=20"],
-        ["label", NAME, "production", "1=90", "2"],
-        ["label", NAME, "production", "1=x"],
-        ["label", NAME, "production"],
-        ["label", NAME, "production", "1", "--rollback"],
-        ["label", NAME, "production", "--rollback"],
-        ["protect", NAME, "production", "--min-success-rate", "95"],
-        ["protect", NAME, "production", "--off", "--min-runs", "3"],
-    )
-    status, out, err = results[0]
-    assert status == 0 and err == ""
-    assert out.startswith(
-        "Version Comparison: lead_qualifier (v1 vs v2)\n"
-        "==================================================\n\n"
-        "v1:\n  Runs: 4\n  Success Rate: 75% (3/4), 95% interval "
-    )
-    assert "v2:\n  Runs: 0\n  Success Rate: no runs yet\n" in out
-    assert out.endswith(
-        "Let both versions run first, e.g. split a label between them: acti-store label "
-        "lead_qualifier <label> 1=90 2=10\n"
-    )
-    statuses = [status for status, _, _ in results[1:]]
-    assert statuses == [1, 1, 2, 2, 2, 1, 1, 2]
-    assert results[1][2].startswith("error: Invalid label parameter.")
-    assert "3=90 4=10" in results[2][2]
-    assert "'1=x' is neither a version (3) nor a version's share (3=90)" in results[3][2]
-    assert "give either a VERSION (or a split), --remove or --rollback" in results[4][2]
-    assert results[6][2].startswith(
-        "error: Label 'production' of agent 'lead_qualifier' has no move to roll back. Nothing "
-        "was changed."
-    )
-    assert results[7][2].startswith("error: Invalid protect parameter.")
-    with closing(open_repository(url)) as repo:
-        assert repo.label_weights(NAME) == {} and repo.label_gates(NAME) == {}
-
-
-def test_refusals_are_one_line_in_a_real_process(url: str) -> None:
+def test_a_gate_refusal_is_one_line_in_a_real_process(url: str) -> None:
     with closing(open_repository(url)) as repo:
         repo.protect_label(NAME, "production", min_runs=10)
-    runs: list[list[str]] = [
-        ["label", NAME, "production", "2", "--url", url],
-        ["compare", NAME, "1", "1", "--url", url],
-        ["run", NAME, "Qualify John", "--key", "user-42", "--url", url],
-    ]
-    with ThreadPoolExecutor(3) as pool:
-        results = list(pool.map(acti_store, runs))
-    problems = [p for r in results for p in r.problems(1, "error: ")]
-    assert problems == []
-    assert "is protected" in results[0].stderr and "--force" in results[0].stderr
+    done = acti_store(["label", NAME, "production", "2", "--url", url])
     assert (
-        results[2].stderr == "error: --key picks a version of a label's split: give --label too\n"
+        done.problems(1, "error: Label 'production' of agent 'lead_qualifier' is protected") == []
     )
+    assert done.stdout == "" and '--force --note "why"' in done.stderr

@@ -38,7 +38,8 @@ def text_of(result: types.CallToolResult) -> str:
 def two_versions(store_url: str) -> str:
     with closing(open_repository(store_url)) as repo:
         repo.create(make_config())
-        repo.update(NAME, {"system_prompt": "You qualify leads.\nBudget first, then authority."})
+        prompt = "You are a lead qualification specialist.\nAssess budget first, then authority."
+        repo.update(NAME, {"system_prompt": prompt})
         for index in range(4):
             record = ExecutionRecord(
                 timestamp=repo.now(),

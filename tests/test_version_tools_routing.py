@@ -58,7 +58,12 @@ Let both versions run first, e.g. split a label between them: set_agent_label('l
 @pytest.fixture
 def tools(repo: SqlAgentRepository) -> dict[str, BaseTool]:
     repo.create(make_config())
-    repo.update(NAME, {"system_prompt": "You qualify leads.\nBudget first, then authority."})
+    repo.update(
+        NAME,
+        {
+            "system_prompt": "You are a lead qualification specialist.\nAssess budget first, then authority."
+        },
+    )
     return {tool.name: tool for tool in make_version_tools(repo)}
 
 
@@ -165,16 +170,16 @@ def test_a_protected_label_refuses_the_model_and_names_the_way_past_it(
     args = {"name": NAME, "label": "production"}
     # A model that passes force=True anyway: the tool has no such argument, the gate holds.
     text, artifact = _call(tools["set_agent_label"], **args, version=2, force=True, note="ship")
-    assert text.startswith(
+    assert text == (
         "ERROR: Label 'production' of agent 'lead_qualifier' is protected: a version gets a "
-        "share of it only with at least 3 runs, a success rate of at least 90%. Nothing was "
-        "moved.\n\n  - v2: 2 runs, success rate 50% (1/2), average duration 2.0s; it "
-    )
-    assert (
+        "share of it only with at least 3 runs, a success rate of at least 90.0%. Nothing was "
+        "moved; the gate refused:\n"
+        "  - v2 (2 runs, success rate 50% (1/2), average duration 2.0s): has 2 runs (at least 3 "
+        "wanted), has a success rate of 50.0% (at least 90.0% wanted)\n\n"
         "Only a person can move it past the gate (acti-store label lead_qualifier production 2 "
         "--force --note WHY): ask the user; do not retry this call. Compare the versions with "
-        "compare_agent_versions('lead_qualifier', <a>, 2), or let v2 run more first."
-    ) in text
+        "compare_agent_versions('lead_qualifier', 1, 2), or let v2 run more first."
+    )
     assert artifact["error"] == "gate_refused"
     assert [check["version"] for check in artifact["checks"]] == [2]
     assert artifact["gate"]["min_runs"] == 3
@@ -191,7 +196,8 @@ def test_a_protected_label_refuses_the_model_and_names_the_way_past_it(
 
     text, _ = _call(tools["list_agent_versions"], name=NAME)
     assert (
-        "\nProtected: production (needs at least 3 runs, a success rate of at least 90%)\n" in text
+        "\nProtected: production (needs at least 3 runs, a success rate of at least 90.0%)\n"
+        in text
     )
 
 

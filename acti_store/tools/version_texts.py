@@ -134,12 +134,11 @@ Check the labels with {versions} and call again if it should still move."""
 
 #: A protected label's gate refused a move (``GateRefusedError``).
 GATE_REFUSED: Final = """ERROR: Label '{label}' of agent '{name}' is protected: a version gets \
-a share of it only with {gate}. Nothing was moved.
-
+a share of it only with {gate}. Nothing was moved; the gate refused:
 {checks}
 
 {force}. Compare the versions with {compare}, or let {version} run more first."""
-GATE_CHECK_LINE: Final = "  - v{version}: {figures}; it {failures}"
+GATE_CHECK_LINE: Final = "  - v{version} ({figures}): {failures}"
 
 NOTHING_TO_ROLL_BACK: Final = """ERROR: Label '{label}' of agent '{name}' has no move to roll \
 back. Nothing was changed.

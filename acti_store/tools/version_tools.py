@@ -267,11 +267,13 @@ class VersionTools:
             ).version: 100
         }
 
-    def _gate_refused(self, exc: GateRefusedError, target: str) -> Refused:
+    def _gate_refused(self, exc: GateRefusedError, target: str, now: Weights | None) -> Refused:
         """A protected label's refusal: the versions, their figures and the gate; the way past
         it is a person's (``force``), never the model's."""
+        current = None if now is None else main_version(now)
         failing = [check.version for check in exc.checks]
-        version = failing[0] if failing else 0
+        # The version to compare with the label's current one: another one, where there is.
+        version = next((v for v in failing if v != current), failing[0] if failing else 0)
         calls = self._calls
         name, label = exc.name, exc.label
         text = vt.GATE_REFUSED.format(
@@ -280,7 +282,9 @@ class VersionTools:
             gate=exc.gate,
             checks=vt.gate_checks(exc.checks),
             force=self._call(calls.force, name, label=label, target=target),
-            compare=self._call(calls.compare, name, a="<a>", b=version),
+            compare=self._call(
+                calls.compare, name, a="<a>" if current in (None, version) else current, b=version
+            ),
             version=f"v{version}",
         )
         return refused(
@@ -334,7 +338,7 @@ class VersionTools:
         except VersionConflictError as exc:
             raise self._conflict(agent_name, label, exc) from None
         except GateRefusedError as exc:
-            raise self._gate_refused(exc, spelled(target)) from None
+            raise self._gate_refused(exc, spelled(target), before) from None
         labels = {key: main_version(w) for key, w in weights.items()}
         text = vt.LABEL_SET.format(
             label=label,
@@ -375,7 +379,7 @@ class VersionTools:
         except (AgentNotFoundError, LabelNotFoundError, VersionNotFoundError) as exc:
             raise self._missing(agent_name, exc) from None
         except GateRefusedError as exc:
-            raise self._gate_refused(exc, vt.ROLLBACK_TARGET) from None
+            raise self._gate_refused(exc, vt.ROLLBACK_TARGET, before) from None
         except InvalidInputError as exc:
             if [field for field, _ in exc.problems] != ["label"]:  # e.g. the CLI's note
                 raise invalid(exc, lambda e: render.invalid_parameters("label", e)) from None
