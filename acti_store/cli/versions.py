@@ -242,21 +242,26 @@ def register(subparsers: Any) -> None:
     _name(protect)
     protect.add_argument("label", help="the label to protect (it need not be set yet)")
     protect.add_argument(
-        "--min-runs", type=int, default=None, metavar="N", help="runs a version needs (default: 0)"
+        "--min-runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="runs a version needs: 0 or more (default: 0)",
     )
     protect.add_argument(
         "--min-success-rate",
         type=float,
         default=None,
         metavar="R",
-        help="the success rate a version needs, 0 to 1, e.g. 0.95 (default: 0)",
+        help="the success rate a version needs: 0-1, e.g. 0.95 (default: 0)",
     )
     protect.add_argument(
         "--max-mean-duration",
         type=float,
         default=None,
         metavar="S",
-        help="the longest mean duration of a version's runs, in seconds (default: no limit)",
+        help="the longest mean duration of a version's runs: 0-86400 seconds, more than 0 "
+        "(default: no limit)",
     )
     protect.add_argument("--off", action="store_true", help="remove the label's gate instead")
     add_url_option(protect)
