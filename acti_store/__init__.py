@@ -14,6 +14,7 @@ from .errors import (
     ArgumentTypeError,
     ChangesExpiredError,
     ExportError,
+    GateRefusedError,
     IncompleteExportError,
     InvalidAgentError,
     InvalidCursorError,
@@ -46,7 +47,16 @@ from .repository import (
     SqlAgentRepository,
     UpdateResult,
 )
-from .versioning import AgentVersion, ConfigDiff, FieldChange, LabelMove
+from .versioning import (
+    AgentVersion,
+    ConfigDiff,
+    FieldChange,
+    GateCheck,
+    LabelGate,
+    LabelMove,
+    VersionComparison,
+    VersionFigures,
+)
 
 __all__ = [
     "Agent",
@@ -69,6 +79,8 @@ __all__ = [
     "ExportError",
     "ExportReport",
     "FieldChange",
+    "GateCheck",
+    "GateRefusedError",
     "ImportItem",
     "ImportReport",
     "IncompleteExportError",
@@ -76,6 +88,7 @@ __all__ = [
     "InvalidCursorError",
     "InvalidInputError",
     "JsonMirror",
+    "LabelGate",
     "LabelMove",
     "LabelNotFoundError",
     "MissingDriverError",
@@ -88,7 +101,9 @@ __all__ = [
     "StoreUnavailableError",
     "StoreUrlError",
     "UpdateResult",
+    "VersionComparison",
     "VersionConflictError",
+    "VersionFigures",
     "VersionNotFoundError",
     "export_json",
     "import_json",

@@ -18,6 +18,7 @@ from typing import Final
 from .errors import ArgumentTypeError, InvalidInputError
 from .models import COUNTER_MAX
 from .validation import ARGUMENT, quoted
+from .versioning import GateCheck, LabelGate, VersionComparison, VersionFigures
 
 #: A label's target: version number -> share in whole percent, summing to 100.
 Weights = dict[int, int]
@@ -155,3 +156,61 @@ def difference_interval(a: tuple[int, int], b: tuple[int, int]) -> tuple[float, 
     low = difference - math.sqrt((rate_b - low_b) ** 2 + (high_a - rate_a) ** 2)
     high = difference + math.sqrt((high_b - rate_b) ** 2 + (rate_a - low_a) ** 2)
     return (max(-1.0, low), min(1.0, high))
+
+
+def figures(version: int, runs: int, successes: int, duration_total: float) -> VersionFigures:
+    """One version's figures from its lifetime counters."""
+    return VersionFigures(
+        version=version,
+        runs=runs,
+        successes=successes,
+        success_rate=successes / runs if runs else None,
+        interval=wilson(successes, runs),
+        mean_duration=duration_total / runs if runs else None,
+    )
+
+
+def comparison(name: str, a: VersionFigures, b: VersionFigures) -> VersionComparison:
+    """``b`` against ``a``: the difference of their success rates and its 95 % interval."""
+    both = a.success_rate is not None and b.success_rate is not None
+    return VersionComparison(
+        name=name,
+        a=a,
+        b=b,
+        difference=(b.success_rate or 0.0) - (a.success_rate or 0.0) if both else None,
+        difference_interval=(
+            difference_interval((a.successes, a.runs), (b.successes, b.runs)) if both else None
+        ),
+    )
+
+
+def gate_check(gate: LabelGate, version: VersionFigures) -> GateCheck:
+    """``version`` held against ``gate``: what it lacks, in words."""
+    failures: list[str] = []
+    runs, rate, mean = version.runs, version.success_rate, version.mean_duration
+    if runs < gate.min_runs:
+        failures.append(
+            f"has {runs} run{'s' if runs != 1 else ''} (at least {gate.min_runs} wanted)"
+        )
+    if gate.min_success_rate > 0 and (rate is None or rate < gate.min_success_rate):
+        has = (
+            "no runs to judge its success rate by"
+            if rate is None
+            else f"a success rate of {rate:.1%}"
+        )
+        failures.append(f"has {has} (at least {gate.min_success_rate:.1%} wanted)")
+    limit = gate.max_mean_duration
+    if limit is not None and (mean is None or mean > limit):
+        has = (
+            "no runs to judge its duration by"
+            if mean is None
+            else f"a mean duration of {mean:.2f} s"
+        )
+        failures.append(f"has {has} (at most {limit:g} s wanted)")
+    return GateCheck(
+        version=version.version,
+        runs=runs,
+        successes=version.successes,
+        mean_duration=mean,
+        failures=failures,
+    )

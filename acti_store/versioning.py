@@ -73,7 +73,7 @@ class LabelGate(_Model):
 
     def __str__(self) -> str:
         parts = [f"at least {self.min_runs} run{'s' if self.min_runs != 1 else ''}"]
-        parts.append(f"a success rate of at least {self.min_success_rate:.0%}")
+        parts.append(f"a success rate of at least {self.min_success_rate:.1%}")
         if self.max_mean_duration is not None:
             parts.append(f"a mean duration of at most {self.max_mean_duration:g} s")
         return ", ".join(parts)

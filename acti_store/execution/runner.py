@@ -50,9 +50,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
-from ..errors import AgentStoreError, ReadOnlyStoreError
+from ..errors import AgentStoreError, InvalidInputError, ReadOnlyStoreError
 from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, ExecutionRequest
 from ..repository import AgentRepository
+from ..validation import ARGUMENT
 from . import texts
 from .background import compute, in_background, wait_in_background
 from .catalog import McpCatalog
@@ -146,12 +147,13 @@ class AgentRunner(KeepsServers):
         skip_unavailable_tools: bool = True,
         version: int | None = None,
         label: str | None = None,
+        key: str | None = None,
     ) -> RunReport:
         """``run``, from synchronous code: on the runs' own loop (``background``), as ``run``
         runs it, this thread waiting (also when it runs a loop of its own)."""
         request = _request(task, timeout, skip_unavailable_tools)
         self._require_recordable()
-        chosen, pinned = self._pinned(self._repo, agent, version, label)
+        chosen, pinned = self._pinned(self._repo, agent, version, label, key)
         return wait_in_background(self._perform(chosen, request, pinned))
 
     async def run(
@@ -163,6 +165,7 @@ class AgentRunner(KeepsServers):
         skip_unavailable_tools: bool = True,
         version: int | None = None,
         label: str | None = None,
+        key: str | None = None,
     ) -> RunReport:
         """Run ``task`` with ``agent`` and its MCP tools; return the contract's report.
 
@@ -174,9 +177,11 @@ class AgentRunner(KeepsServers):
         this coroutine only waits for it, so the caller's loop stays free however many runs go
         on. Cancelling it cancels the run (its servers are stopped before it returns).
 
-        ``agent`` is the agent or its name; ``version`` or ``label`` pins the run to that saved
-        version's configuration (``get_version``), and the run is counted for that version.
-        Raises what ``get`` / ``get_version`` raise for a name, version or label not found.
+        ``agent`` is the agent or its name; ``version`` pins the run to that saved version's
+        configuration (``get_version``), ``label`` to the version the label sends ``key`` to
+        (``resolve``: sticky per key on a split label, a draw by weight without a key), and the
+        run is counted for that version. Raises what ``get`` / ``get_version`` / ``resolve``
+        raise for a name, version or label not found.
 
         On a store opened read-only, raises ``ReadOnlyStoreError`` before anything runs: a run
         is recorded in its agent's history, and its model calls and tool side effects cannot
@@ -184,11 +189,11 @@ class AgentRunner(KeepsServers):
         """
         request = _request(task, timeout, skip_unavailable_tools)
         self._require_recordable()
-        if isinstance(agent, Agent) and version is None and label is None:
+        if isinstance(agent, Agent) and version is None and label is None and key is None:
             chosen, pinned = agent, None
         else:  # the store's reads, through its async API
             chosen, pinned = await self._repo.acall(
-                lambda repo: self._pinned(repo, agent, version, label)
+                lambda repo: self._pinned(repo, agent, version, label, key)
             )
         return await in_background(self._perform(chosen, request, pinned))
 
@@ -199,15 +204,22 @@ class AgentRunner(KeepsServers):
 
     @staticmethod
     def _pinned(
-        repo: AgentRepository, agent: Agent | str, version: int | None, label: str | None
+        repo: AgentRepository,
+        agent: Agent | str,
+        version: int | None,
+        label: str | None,
+        key: str | None,
     ) -> tuple[Agent, int | None]:
         """The agent to run (with the pinned version's configuration) and the version pinned,
         read from ``repo`` (the store, or the twin ``acall`` hands over)."""
-        if version is None and label is None:
+        if version is None and label is None and key is None:
             return (agent if isinstance(agent, Agent) else repo.get(agent)), None
         name = agent if isinstance(agent, str) else agent.name
         current = agent if isinstance(agent, Agent) else repo.get(name)
-        saved = repo.get_version(name, version, label=label)
+        if version is not None and key is not None:
+            raise InvalidInputError(ARGUMENT, [("key", "routes by a label, not a version")])
+        pinned = repo.resolve(name, label, key) if version is None else None
+        saved = pinned or repo.get_version(name, version, label=label)
         return Agent(**dict(saved.config), metadata=current.metadata), saved.version
 
     async def _perform(

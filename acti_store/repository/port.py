@@ -29,7 +29,14 @@ from ..models import (
     SearchQuery,
 )
 from ..validation import integer, refusal
-from ..versioning import AgentVersion, ConfigDiff, LabelMove, VersionLog
+from ..versioning import (
+    AgentVersion,
+    ConfigDiff,
+    LabelGate,
+    LabelMove,
+    VersionComparison,
+    VersionLog,
+)
 from .arguments import CONFLICT_POLICIES as CONFLICT_POLICIES
 from .arguments import ConflictPolicy as ConflictPolicy
 from .arguments import checked_policy
@@ -356,13 +363,19 @@ class RepositoryPort(ABC):
         self,
         name: str,
         label: str,
-        version: int,
+        version: int | Mapping[int, int],
         *,
-        expected_version: int | None = None,
+        expected_version: int | Mapping[int, int] | None = None,
         note: str | None = None,
+        force: bool = False,
     ) -> None:
-        """Point ``label`` at a stored ``version`` and log the move. ``expected_version`` is
-        where the label points now: otherwise ``VersionConflictError`` and nothing moves."""
+        """Point ``label`` at a stored ``version``, or split it over versions by whole-percent
+        weights summing to 100 (``{3: 90, 4: 10}``), and log the move. ``expected_version`` is
+        where the label points now (a version, or a split's weights): otherwise
+        ``VersionConflictError`` and nothing moves. A protected label's gate
+        (``protect_label``) checks every version the move sends a share to:
+        ``GateRefusedError`` unless ``force=True`` with a ``note`` saying why (logged as
+        forced)."""
 
     @abstractmethod
     def remove_label(self, name: str, label: str, *, note: str | None = None) -> None:
@@ -391,7 +404,58 @@ class RepositoryPort(ABC):
     @abstractmethod
     def prune_versions(self, name: str, keep: int) -> int:
         """Keep the ``keep`` newest snapshots besides the current and the labelled ones (always
-        kept); returns how many were removed. Run statistics stay."""
+        kept, and so is every version a split sends a share to); returns how many were
+        removed. Run statistics stay."""
+
+    # -- routing by label (optional: a store without it raises NotImplementedError) ----------
+
+    def label_weights(self, name: str) -> dict[str, dict[int, int]]:
+        """Each label's target as weights, by label: ``{version: 100}`` for one version."""
+        return {label: {version: 100} for label, version in self.labels(name).items()}
+
+    def resolve(self, name: str, label: str | None = None, key: str | None = None) -> AgentVersion:
+        """The version ``label`` sends ``key`` to: the same while the split stands (a hash of
+        agent, label and key); without a key a random draw by weight; without a label the
+        current version. Raises ``LabelNotFoundError``."""
+        raise NotImplementedError(f"{type(self).__name__} does not route by label")
+
+    def rollback_label(
+        self, name: str, label: str, *, note: str | None = None, force: bool = False
+    ) -> dict[int, int] | None:
+        """Point ``label`` back where it was before its last move not yet rolled back (weights
+        included; None: that move set it, and the rollback removes it), logged as a rollback;
+        a second rollback goes one move further back. Returns where it points now. The gate
+        applies as in ``set_label``. Raises ``InvalidInputError`` when there is nothing to
+        roll back."""
+        raise NotImplementedError(f"{type(self).__name__} does not route by label")
+
+    def compare_versions(self, name: str, a: int, b: int) -> VersionComparison:
+        """Versions ``a`` and ``b`` side by side over every run counted for them: runs,
+        success rate with its Wilson 95 % interval, mean duration, and b's success rate minus
+        a's with its 95 % interval. Raises ``VersionNotFoundError`` for a version never made."""
+        raise NotImplementedError(f"{type(self).__name__} does not route by label")
+
+    def protect_label(
+        self,
+        name: str,
+        label: str,
+        *,
+        min_runs: int = 0,
+        min_success_rate: float = 0.0,
+        max_mean_duration: float | None = None,
+    ) -> None:
+        """Give ``label`` a gate (replacing any): a move may send a share only to versions with
+        at least ``min_runs`` runs, a success rate of at least ``min_success_rate`` and a mean
+        duration of at most ``max_mean_duration`` seconds. The label need not be set yet."""
+        raise NotImplementedError(f"{type(self).__name__} does not route by label")
+
+    def unprotect_label(self, name: str, label: str) -> bool:
+        """Remove ``label``'s gate; whether it had one."""
+        raise NotImplementedError(f"{type(self).__name__} does not route by label")
+
+    def label_gates(self, name: str) -> dict[str, LabelGate]:
+        """The protected labels' gates, by label."""
+        raise NotImplementedError(f"{type(self).__name__} does not route by label")
 
     # -- the change feed (optional: a store without one raises NotImplementedError) ---------
 

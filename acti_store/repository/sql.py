@@ -27,6 +27,7 @@ from .port import RepositoryPort
 from .roles.agents import Agents
 from .roles.changes import Changes
 from .roles.interchange import Interchange
+from .roles.labels import Labels
 from .roles.runs import Runs
 from .roles.search import Search
 from .roles.versions import Versions
@@ -98,6 +99,7 @@ class SqlAgentRepository(AgentRepository):
         self._agents = Agents(core)
         self._runs = Runs(core)
         self._versions = Versions(core)
+        self._labels = Labels(core)
         self._search = Search(core)
         self._interchange = Interchange(core)
         self._changes = Changes(core)
@@ -215,8 +217,15 @@ class SqlAgentRepository(AgentRepository):
     version_stats = _by("_versions", Versions.version_stats)
     version_log = _by("_versions", Versions.version_log)
     rollback = _by("_versions", Versions.rollback)
-    set_label = _by("_versions", Versions.set_label)
-    remove_label = _by("_versions", Versions.remove_label)
+    set_label = _by("_labels", Labels.set_label)
+    remove_label = _by("_labels", Labels.remove_label)
+    rollback_label = _by("_labels", Labels.rollback_label)
+    label_weights = _by("_labels", Labels.label_weights)
+    resolve = _by("_labels", Labels.resolve)
+    compare_versions = _by("_labels", Labels.compare_versions)
+    protect_label = _by("_labels", Labels.protect_label)
+    unprotect_label = _by("_labels", Labels.unprotect_label)
+    label_gates = _by("_labels", Labels.label_gates)
     prune_versions = _by("_versions", Versions.prune_versions)
     changes = _by("_changes", Changes.changes)
     last_change = _by("_changes", Changes.last_change)

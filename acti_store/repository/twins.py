@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..changes import Change
-    from ..versioning import AgentVersion, ConfigDiff, LabelMove, VersionLog
+    from ..versioning import (
+        AgentVersion,
+        ConfigDiff,
+        LabelGate,
+        LabelMove,
+        VersionComparison,
+        VersionLog,
+    )
     from .arguments import ConflictPolicy
     from .port import (
         BulkPutResult,
@@ -184,16 +191,58 @@ class AsyncTwins:
         self,
         name: str,
         label: str,
-        version: int,
+        version: int | Mapping[int, int],
         *,
-        expected_version: int | None = None,
+        expected_version: int | Mapping[int, int] | None = None,
         note: str | None = None,
+        force: bool = False,
     ) -> None:
         return await self.acall(
             lambda r: r.set_label(
-                name, label, version, expected_version=expected_version, note=note
+                name, label, version, expected_version=expected_version, note=note, force=force
             )
         )
+
+    async def arollback_label(
+        self, name: str, label: str, *, note: str | None = None, force: bool = False
+    ) -> dict[int, int] | None:
+        return await self.acall(lambda r: r.rollback_label(name, label, note=note, force=force))
+
+    async def alabel_weights(self, name: str) -> dict[str, dict[int, int]]:
+        return await self.acall(lambda r: r.label_weights(name))
+
+    async def aresolve(
+        self, name: str, label: str | None = None, key: str | None = None
+    ) -> AgentVersion:
+        return await self.acall(lambda r: r.resolve(name, label, key))
+
+    async def acompare_versions(self, name: str, a: int, b: int) -> VersionComparison:
+        return await self.acall(lambda r: r.compare_versions(name, a, b))
+
+    async def aprotect_label(
+        self,
+        name: str,
+        label: str,
+        *,
+        min_runs: int = 0,
+        min_success_rate: float = 0.0,
+        max_mean_duration: float | None = None,
+    ) -> None:
+        return await self.acall(
+            lambda r: r.protect_label(
+                name,
+                label,
+                min_runs=min_runs,
+                min_success_rate=min_success_rate,
+                max_mean_duration=max_mean_duration,
+            )
+        )
+
+    async def aunprotect_label(self, name: str, label: str) -> bool:
+        return await self.acall(lambda r: r.unprotect_label(name, label))
+
+    async def alabel_gates(self, name: str) -> dict[str, LabelGate]:
+        return await self.acall(lambda r: r.label_gates(name))
 
     async def aremove_label(self, name: str, label: str, *, note: str | None = None) -> None:
         return await self.acall(lambda r: r.remove_label(name, label, note=note))

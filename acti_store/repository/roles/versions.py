@@ -30,13 +30,9 @@ from ..feed import changed
 from ..statements import ID, agent_from_row
 from ..updating import apply_update
 from ..version_statements import (
-    DELETE_LABEL,
     FIND_VERSION,
-    INSERT_LABEL,
-    INSERT_MOVE,
     LABEL,
     LABELS,
-    MOVE_LABEL,
     MOVES,
     PRUNE,
     RETAINED_BY_VERSION,
@@ -58,8 +54,8 @@ from ..versions import (
 
 class Versions(Role):
     """``versions``, ``get_version``, ``diff``, ``labels``, ``label_history``,
-    ``version_stats``, ``version_log``, ``rollback``, ``set_label``, ``remove_label`` and
-    ``prune_versions`` of the repository."""
+    ``version_stats``, ``version_log``, ``rollback`` and ``prune_versions`` of the repository
+    (moving labels is the labels role's: ``roles.labels``)."""
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -190,84 +186,6 @@ class Versions(Role):
         agent = self._write(work, name=name)
         self._notify(name)
         return agent
-
-    def set_label(
-        self,
-        name: str,
-        label: str,
-        version: int,
-        *,
-        expected_version: int | None = None,
-        note: str | None = None,
-    ) -> None:
-        checked_label(label)
-        version_number(version)
-        expected_version = optional_version(expected_version, "expected_version")
-        note = optional_message(note, "note")
-
-        def work(cursor: Cursor) -> None:
-            agent_id = agent_row(cursor, name, for_update=True)[ID]
-            keys = {"agent_id": agent_id, "label": label}
-            found = cursor.first(LABEL, keys)
-            now_at = None if found is None else found[0]
-            if expected_version is not None and now_at != expected_version:
-                raise VersionConflictError(name, expected_version, now_at, label=label)
-            find_version(cursor, name, agent_id, version)  # it must have a snapshot
-            if now_at == version:
-                return  # already there: no move to log
-            if now_at is None:
-                cursor.execute(INSERT_LABEL, keys | {"version": version})
-            else:
-                cursor.execute(MOVE_LABEL, keys | {"to_version": version})
-            self._log_move(cursor, agent_id, name, label, now_at, version, note)
-
-        self._write(work, name=name)
-
-    def remove_label(self, name: str, label: str, *, note: str | None = None) -> None:
-        checked_label(label)
-        note = optional_message(note, "note")
-
-        def work(cursor: Cursor) -> None:
-            agent_id = agent_row(cursor, name, for_update=True)[ID]
-            keys = {"agent_id": agent_id, "label": label}
-            found = cursor.first(LABEL, keys)
-            if found is None:
-                labels = [r[0] for r in cursor.all(LABELS, {"agent_id": agent_id})]
-                raise LabelNotFoundError(name, label, labels)
-            cursor.execute(DELETE_LABEL, keys)
-            self._log_move(cursor, agent_id, name, label, found[0], None, note)
-
-        self._write(work, name=name)
-
-    def _log_move(
-        self,
-        cursor: Cursor,
-        agent_id: int,
-        name: str,
-        label: str,
-        from_version: int | None,
-        to_version: int | None,
-        note: str | None,
-    ) -> None:
-        """Log a label's move, and name it as a change of the feed (``label_set`` with the
-        version it points at now, ``label_removed`` with the one it pointed at)."""
-        moved_at = self.now()
-        cursor.execute(
-            INSERT_MOVE,
-            {
-                "agent_id": agent_id,
-                "agent_name": name,
-                "label": label,
-                "from_version": from_version,
-                "to_version": to_version,
-                "moved_at": moved_at,
-                "note": note,
-            },
-        )
-        if to_version is None:
-            changed(cursor, "label_removed", name, from_version, moved_at, label)
-        else:
-            changed(cursor, "label_set", name, to_version, moved_at, label)
 
     def prune_versions(self, name: str, keep: int) -> int:
         keep = integer(keep, "keep", 0)
