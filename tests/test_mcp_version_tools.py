@@ -53,10 +53,11 @@ def two_versions(store_url: str) -> str:
 
 
 class Person:
-    """An elicitation callback that answers ``action`` and remembers what it was asked."""
+    """An elicitation callback that answers ``actions`` in turn (then accepts), and remembers
+    what it was asked and where the labels were while it was asked."""
 
-    def __init__(self, action: str, store_url: str) -> None:
-        self.action = action
+    def __init__(self, store_url: str, *actions: str) -> None:
+        self.actions = list(actions)
         self.store_url = store_url
         self.asked: list[str] = []
         self.labels_when_asked: list[dict[str, Any]] = []
@@ -65,12 +66,13 @@ class Person:
         self.asked.append(params.message)
         with closing(open_repository(self.store_url)) as repo:
             self.labels_when_asked.append(repo.label_weights(NAME))
-        content = {} if self.action == "accept" else None
-        return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+        action = self.actions.pop(0) if self.actions else "accept"
+        content = {} if action == "accept" else None
+        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
 
 
 async def test_with_versions_serves_the_version_tools(two_versions: str, tmp_path: Path) -> None:
-    person = Person("accept", two_versions)
+    person = Person(two_versions)
     async with served(
         "stdio", serve(two_versions), tmp_path / "log", elicitation_callback=person
     ) as server:
@@ -114,31 +116,31 @@ async def test_with_versions_serves_the_version_tools(two_versions: str, tmp_pat
         assert "canary" not in repo.label_weights(NAME)  # the split had set it: now unset
 
 
-@pytest.mark.parametrize("action", ["accept", "decline"])
 async def test_moving_production_asks_the_person_before_it_moves(
-    two_versions: str, tmp_path: Path, action: str
+    two_versions: str, tmp_path: Path
 ) -> None:
     with closing(open_repository(two_versions)) as repo:
         repo.set_label(NAME, "production", 1)
-    person = Person(action, two_versions)
+    person = Person(two_versions, "decline", "accept")
+    move = {"name": NAME, "label": "production", "split": SPLIT}
     async with served(
         "stdio", serve(two_versions), tmp_path / "log", elicitation_callback=person
     ) as server:
-        moved = await server.session.call_tool(
-            "set_agent_label", {"name": NAME, "label": "production", "split": SPLIT}
-        )
+        declined = await server.session.call_tool("set_agent_label", move)
+        accepted = await server.session.call_tool("set_agent_label", move)
 
-    assert person.asked == [
+    question = (
         "Move label 'production' of agent 'lead_qualifier' to the split v1 90 % / v2 10 %. "
         "Approve or reject."
-    ]
-    assert person.labels_when_asked == [{"production": {1: 100}}]  # not moved while asking
+    )
+    assert person.asked == [question, question]
+    # Not moved while the person was asked, either time; moved once they accepted.
+    assert person.labels_when_asked == [{"production": {1: 100}}] * 2
+    assert declined.isError and declined.structuredContent is not None
+    assert declined.structuredContent["error"] == "declined"
+    assert not accepted.isError
     with closing(open_repository(two_versions)) as repo:
-        weights = repo.label_weights(NAME)
-    if action == "accept":
-        assert not moved.isError and weights == {"production": {1: 90, 2: 10}}
-    else:
-        assert moved.isError and weights == {"production": {1: 100}}
+        assert repo.label_weights(NAME) == {"production": {1: 90, 2: 10}}
 
 
 async def test_read_only_with_versions_serves_the_reading_version_tools(
