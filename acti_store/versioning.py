@@ -72,11 +72,14 @@ class LabelGate(_Model):
     max_mean_duration: float | None = Field(default=None, gt=0)
 
     def __str__(self) -> str:
-        parts = [f"at least {self.min_runs} run{'s' if self.min_runs != 1 else ''}"]
-        parts.append(f"a success rate of at least {self.min_success_rate:.1%}")
+        parts = []
+        if self.min_runs:
+            parts.append(f"at least {self.min_runs} run{'s' if self.min_runs != 1 else ''}")
+        if self.min_success_rate:
+            parts.append(f"a success rate of at least {self.min_success_rate:.1%}")
         if self.max_mean_duration is not None:
             parts.append(f"a mean duration of at most {self.max_mean_duration:g} s")
-        return ", ".join(parts)
+        return ", ".join(parts) or "no figures: every version passes"
 
 
 class GateCheck(_Model):

@@ -45,6 +45,7 @@ class TestSqlConformance(RepositoryConformance):
 
     supports_processes = True
     supports_changes = True
+    supports_routing = True
 
     @pytest.fixture(autouse=True)
     def _stores(

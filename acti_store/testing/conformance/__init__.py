@@ -17,8 +17,9 @@ own clock (``repo.now()``), never SQL and never a sleep.
 
 Optional groups switch on with class attributes: ``supports_async`` (on by default: every
 ``AgentRepository`` has its coroutine twins), ``supports_processes`` (several handles on one
-store; define ``open_again(repo)`` too) and ``supports_changes`` (the change feed). A test of a
-group that is off is skipped, saying so.
+store; define ``open_again(repo)`` too), ``supports_changes`` (the change feed) and
+``supports_routing`` (split labels, gates, label rollbacks). A test of a group that is off is
+skipped, saying so.
 
 The kit needs pytest: ``pip install "acti-store[dev]"`` or ``pip install pytest``. Importing
 ``acti_store`` never imports it; importing this module does.
@@ -31,6 +32,7 @@ from .base import ConformanceBase, make_config, refused, run
 from .history import HistoryRules
 from .interchange import InterchangeRules
 from .optional import AsyncRules, ChangeFeedRules, ProcessRules
+from .routing import RoutingRules
 from .search import PagingRules, SearchRules
 from .versions import LabelRules, VersionRules
 
@@ -50,6 +52,7 @@ class RepositoryConformance(
     AsyncRules,
     ProcessRules,
     ChangeFeedRules,
+    RoutingRules,
 ):
     """Every rule of the repository contract, as pytest tests. Define ``make_repository``."""
 

@@ -106,6 +106,9 @@ class ConformanceBase(ABC):
     #: The change feed (``changes``, ``prune_changes``, checkpoints). Off by default: a port
     #: without one raises ``NotImplementedError``.
     supports_changes: ClassVar[bool] = False
+    #: Labels that route and protect (splits, ``resolve``, gates, ``rollback_label``). Off by
+    #: default: a port without them raises ``NotImplementedError``.
+    supports_routing: ClassVar[bool] = False
 
     @abstractmethod
     def make_repository(self) -> AgentRepository:
