@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final, NamedTuple
 
+from ..errors import GateRefusedError
 from ..routing import is_split
 from ..versioning import (
     ConfigDiff,
@@ -268,6 +269,45 @@ def label_log(moves: list[LabelMove]) -> str:
 
 def _rate(runs: int, successes: int) -> str:
     return f"{percent(successes, runs)}% ({successes}/{runs})" if runs else NONE
+
+
+def gate_refused(
+    exc: GateRefusedError, calls: VersionCalls, target: str, current: int | None
+) -> str:
+    """A gate's refusal: the gate, each refused version with its figures, then the way past it
+    (a person's ``force``: ``target`` is the move as the CLI spells it) and a comparison of the
+    refused version with the label's ``current`` one."""
+    failing = [check.version for check in exc.checks]
+    version = next((v for v in failing if v != current), failing[0] if failing else 0)
+    name, label = exc.name, exc.label
+    against = "<a>" if current in (None, version) else current
+    return GATE_REFUSED.format(
+        label=label,
+        name=name,
+        gate=exc.gate,
+        checks=gate_checks(exc.checks),
+        force=calls.force.format(name=name, label=label, target=target),
+        compare=calls.compare.format(name=name, a=against, b=version),
+        version=f"v{version}",
+    )
+
+
+def shares(weights: Mapping[int, int] | None) -> list[dict[str, int]] | None:
+    """Weights as artifacts show them (and ``set_agent_label``'s split takes them):
+    ``[{"version": 3, "weight": 90}, ...]``; JSON objects cannot have integer keys."""
+    if weights is None:
+        return None
+    return [{"version": version, "weight": weight} for version, weight in weights.items()]
+
+
+def splits(weights: Mapping[str, Mapping[int, int]]) -> dict[str, list[dict[str, int]]]:
+    """The split labels' shares, for an artifact."""
+    return {label: shares(w) or [] for label, w in weights.items() if is_split(w)}
+
+
+def gates(found: Mapping[str, LabelGate]) -> dict[str, dict[str, object]]:
+    """The protected labels' gates, for an artifact."""
+    return {label: gate.model_dump(mode="json") for label, gate in found.items()}
 
 
 def gate_checks(checks: Sequence[GateCheck]) -> str:

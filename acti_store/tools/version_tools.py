@@ -52,22 +52,6 @@ def _version_document(version: AgentVersion) -> dict[str, Any]:
     return document
 
 
-def shares(weights: Mapping[int, int] | None) -> list[dict[str, int]] | None:
-    """Weights as the artifacts show them (and ``set_agent_label``'s split takes them):
-    ``[{"version": 3, "weight": 90}, ...]``; JSON objects cannot have integer keys."""
-    if weights is None:
-        return None
-    return [{"version": version, "weight": weight} for version, weight in weights.items()]
-
-
-def _splits(weights: Mapping[str, Weights]) -> dict[str, list[dict[str, int]]]:
-    return {label: shares(w) or [] for label, w in weights.items() if len(w) > 1}
-
-
-def _gates(gates: Mapping[str, LabelGate]) -> dict[str, dict[str, Any]]:
-    return {label: gate.model_dump(mode="json") for label, gate in gates.items()}
-
-
 class VersionTools:
     """The version tools' logic over the repository of ``builder`` (its "not found" texts too).
 
@@ -147,8 +131,8 @@ class VersionTools:
             current_version=current,
             versions=[_version_document(v) for v in shown],
             labels=labels,
-            splits=_splits(weights),
-            gates=_gates(gates),
+            splits=vt.splits(weights),
+            gates=vt.gates(gates),
             more=more,
         )
 
@@ -268,32 +252,15 @@ class VersionTools:
         }
 
     def _gate_refused(self, exc: GateRefusedError, target: str, now: Weights | None) -> Refused:
-        """A protected label's refusal: the versions, their figures and the gate; the way past
-        it is a person's (``force``), never the model's."""
-        current = None if now is None else main_version(now)
-        failing = [check.version for check in exc.checks]
-        # The version to compare with the label's current one: another one, where there is.
-        version = next((v for v in failing if v != current), failing[0] if failing else 0)
-        calls = self._calls
-        name, label = exc.name, exc.label
-        text = vt.GATE_REFUSED.format(
-            label=label,
-            name=name,
-            gate=exc.gate,
-            checks=vt.gate_checks(exc.checks),
-            force=self._call(calls.force, name, label=label, target=target),
-            compare=self._call(
-                calls.compare, name, a="<a>" if current in (None, version) else current, b=version
-            ),
-            version=f"v{version}",
+        """A protected label's refusal (``version_texts.gate_refused``); the way past it is a
+        person's (``force``), never the model's."""
+        text = vt.gate_refused(exc, self._calls, target, None if now is None else main_version(now))
+        gate, checks = (
+            exc.gate.model_dump(mode="json"),
+            [c.model_dump(mode="json") for c in exc.checks],
         )
         return refused(
-            text,
-            "gate_refused",
-            name=name,
-            label=label,
-            gate=exc.gate.model_dump(mode="json"),
-            checks=[check.model_dump(mode="json") for check in exc.checks],
+            text, "gate_refused", name=exc.name, label=exc.label, gate=gate, checks=checks
         )
 
     def _conflict(self, name: str, label: str, exc: VersionConflictError) -> Refused:
@@ -302,7 +269,7 @@ class VersionTools:
         text = vt.LABEL_CONFLICT.format(
             label=label, name=name, now=now, versions=self._call(self._calls.versions, name)
         )
-        current = actual if actual is None or isinstance(actual, int) else shares(actual)
+        current = actual if actual is None or isinstance(actual, int) else vt.shares(actual)
         return refused(text, "conflict", name=name, label=label, now=current)
 
     @tool_boundary
@@ -352,11 +319,11 @@ class VersionTools:
             label=label,
             from_version=None if before is None else main_version(before),
             to_version=main_version(target),
-            from_weights=shares(before),
-            to_weights=shares(target),
+            from_weights=vt.shares(before),
+            to_weights=vt.shares(target),
             forced=force,
             labels=labels,
-            splits=_splits(weights),
+            splits=vt.splits(weights),
         )
 
     @tool_boundary
@@ -401,11 +368,11 @@ class VersionTools:
             name=agent_name,
             label=label,
             rolled_back=True,
-            from_weights=shares(before),
-            to_weights=shares(after),
+            from_weights=vt.shares(before),
+            to_weights=vt.shares(after),
             forced=force,
             labels=labels,
-            splits=_splits(weights),
+            splits=vt.splits(weights),
         )
 
     @tool_boundary
@@ -501,9 +468,9 @@ class VersionTools:
             name=agent_name,
             label=label,
             from_version=None if before is None else main_version(before),
-            from_weights=shares(before),
+            from_weights=vt.shares(before),
             labels=labels,
-            splits=_splits(weights),
+            splits=vt.splits(weights),
         )
 
     @tool_boundary
@@ -527,7 +494,7 @@ class VersionTools:
             text,
             name=agent_name,
             labels={key: main_version(w) for key, w in weights.items()},
-            splits=_splits(weights),
-            gates=_gates(gates),
+            splits=vt.splits(weights),
+            gates=vt.gates(gates),
             label_history=[m.model_dump(mode="json") for m in moves],
         )
