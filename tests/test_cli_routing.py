@@ -17,9 +17,13 @@ from contextlib import closing
 
 import pytest
 from conftest import make_config
+from langchain_core.messages import AIMessage, SystemMessage
 from test_cli_errors_commands import acti_store, environment
 
 from acti_store import ExecutionRecord, open_repository
+from acti_store.cli import main
+from acti_store.routing import pick
+from acti_store.testing import ScriptedChatModel
 
 NAME = "lead_qualifier"
 
@@ -211,3 +215,27 @@ def test_a_gate_refusal_is_one_line_in_a_real_process(url: str) -> None:
         done.problems(1, "error: Label 'production' of agent 'lead_qualifier' is protected") == []
     )
     assert done.stdout == "" and '--force --note "why"' in done.stderr
+
+
+def test_run_with_a_key_runs_the_version_its_key_is_sticky_to(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --label L --key K`` on a split label: each key runs its version, every time, and
+    the run counts for that version (in this process: the model is scripted)."""
+    with closing(open_repository(url)) as repo:
+        repo.set_label(NAME, "production", {1: 50, 2: 50})
+        before = {v: s.total_executions for v, s in repo.version_stats(NAME).items()}
+    # A key that goes to each version, as the split's hash sends them.
+    keys = {pick({1: 50, 2: 50}, NAME, "production", f"user-{i}"): f"user-{i}" for i in range(20)}
+    model = ScriptedChatModel(script=[AIMessage("Qualified.")], loop=True)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+    monkeypatch.setattr("acti_store.execution.runner.init_chat_model", lambda name: model)
+    for version in (1, 2, 2, 1):
+        argv = ["run", NAME, "Qualify John", "--label", "production", "--key", keys[version]]
+        assert main([*argv, "--url", url]) == 0
+        assert "Qualified." in capsys.readouterr().out
+        system = next(m for m in model.calls[-1] if isinstance(m, SystemMessage)).content
+        assert ("Assess budget first" in str(system)) is (version == 2)
+    with closing(open_repository(url)) as repo:
+        after = {v: s.total_executions for v, s in repo.version_stats(NAME).items()}
+    assert {v: after[v] - before.get(v, 0) for v in after} == {1: 2, 2: 2}
