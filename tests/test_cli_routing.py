@@ -102,6 +102,7 @@ def test_compare_split_roll_back_and_read_the_log(url: str) -> None:
         ["label", NAME, "production", "--rollback"],
         ["protect", NAME, "production", "--min-success-rate", "95"],
         ["protect", NAME, "production", "--off", "--min-runs", "3"],
+        ["protect", NAME, "production"],
         ["run", NAME, "Qualify John", "--key", "user-42"],
         # Nothing above changed the store: the session starts here.
         ["label", NAME, "production", "1"],
@@ -122,8 +123,8 @@ def test_compare_split_roll_back_and_read_the_log(url: str) -> None:
         "lead_qualifier <label> 1=90 2=10\n"
     )
 
-    refusals = results[1:10]
-    assert [status for status, _, _ in refusals] == [1, 1, 2, 2, 2, 1, 1, 2, 1]
+    refusals = results[1:11]
+    assert [status for status, _, _ in refusals] == [1, 1, 2, 2, 2, 1, 1, 2, 2, 1]
     assert all(out == "" for _, out, _ in refusals)
     assert refusals[0][2].startswith("error: Invalid label parameter.")
     assert "3=90 4=10" in refusals[1][2]
@@ -134,9 +135,10 @@ def test_compare_split_roll_back_and_read_the_log(url: str) -> None:
         "was changed. See the labels with acti-store versions lead_qualifier.\n"
     )
     assert refusals[6][2].startswith("error: Invalid protect parameter.")
-    assert refusals[8][2] == "error: --key picks a version of a label's split: give --label too\n"
+    assert "error: give the gate: --min-runs" in refusals[8][2]
+    assert refusals[9][2] == "error: --key picks a version of a label's split: give --label too\n"
 
-    moves = results[10:]
+    moves = results[11:]
     assert [status for status, _, _ in moves] == [0, 0, 0, 0]
     assert all(err == "" for _, _, err in moves)
     assert moves[1][1] == (

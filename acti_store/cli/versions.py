@@ -132,6 +132,13 @@ def _cmd_protect(args: argparse.Namespace) -> int:
             print("error: --off removes the gate; give no gate options with it", file=sys.stderr)
             return 2
         return _with_version_tools(args, lambda t: t.unprotect_label(args.name, args.label))
+    if gate == (None, None, None):
+        print(
+            "error: give the gate: --min-runs, --min-success-rate or --max-mean-duration "
+            "(or --off to remove it)",
+            file=sys.stderr,
+        )
+        return 2
     return _with_version_tools(
         args,
         lambda t: t.protect_label(
