@@ -141,8 +141,8 @@ def test_the_model_splits_a_label_then_moves_it_whole(
     ("args", "start"),
     [
         ({"version": 2, "split": [{"version": 1, "weight": 50}, {"version": 2, "weight": 50}]},
-         "ERROR: Give either version (one version gets all of the label) or split (several versions share it), not both."),
-        ({}, "ERROR: Give either version (one version gets all of the label) or split (several versions share it), not neither."),
+         "ERROR: Give either version (one version gets all of the label) or split (several versions share it): not both."),
+        ({}, "ERROR: Give either version (one version gets all of the label) or split (several versions share it): neither was given."),
         ({"split": [{"version": 1, "weight": 90}, {"version": 2, "weight": 5}]},
          "ERROR: Invalid label parameter."),
         ({"split": [{"version": 1, "weight": 100}]}, "ERROR: Invalid label parameter."),

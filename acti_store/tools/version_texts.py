@@ -156,7 +156,7 @@ NOT_PROTECTED: Final = (
 )
 
 SPLIT_INVALID: Final = """ERROR: Give either version (one version gets all of the label) or \
-split (several versions share it), not {given}.
+split (several versions share it): {given}.
 
 Example of a split: {split}"""
 

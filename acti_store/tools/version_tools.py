@@ -215,7 +215,7 @@ class VersionTools:
         self, name: object, label: object, version: object = None, split: object = None
     ) -> Result:
         if (version is None) == (split is None):
-            given = "both" if version is not None else "neither"
+            given = "not both" if version is not None else "neither was given"
             example = self._call(self._calls.split, "<name>", label="<label>", a=3, b=4)
             text = vt.SPLIT_INVALID.format(given=given, split=example)
             raise refused(text, "validation", errors=[{"field": "version", "message": given}])
