@@ -3,10 +3,12 @@ from memory and never staler than ``max_staleness`` seconds.
 
 Two maps. Versions are immutable, so ``(name, version) -> AgentVersion`` is kept for good (an
 agent's entries go when a ``deleted`` change for it arrives: the name can be reused).
-Pointers ``(name, label | None) -> version`` are what changes: two daemon threads follow the
-store's change feed and drop the pointers of every agent a change names, whichever process made
-it. The watcher applies changes as they commit (``repo.watch``: PostgreSQL's LISTEN, SQLite's
-data version, a poll on MariaDB), on one connection for as long as it watches. The confirmer,
+Pointers ``(name, label | None) -> weights`` (one version at 100, or a split label's shares,
+from which ``routing.pick`` sends each key to its version) are what changes: two daemon threads
+follow the store's change feed and drop the pointers of every agent a change names, whichever
+process made it. The watcher applies changes as they commit (``repo.watch``: PostgreSQL's LISTEN,
+SQLite's data version, a poll on MariaDB), on one connection for as long as it watches. The
+confirmer,
 every ``max_staleness / 2`` seconds, applies whatever the watcher has not yet
 (``repo.changes`` after the position; nothing, normally) and so confirms that every change
 committed before it began is applied.
@@ -16,7 +18,8 @@ the store, or confirmed, less than ``max_staleness`` seconds ago. When the confi
 read the store (or the feed is broken), pointers age out and ``get`` reads the store again,
 raising the store's own errors (``AgentNotFoundError``, ``LabelNotFoundError``...).
 
-A hit is a dict lookup, a tuple unpack and ``time.monotonic()``: no lock. The threads and a
+A hit is two dict lookups, a tuple unpack and ``time.monotonic()`` (and a hash of the key on
+a split label): no lock. The threads and a
 miss's write-back take a lock; a pointer read while the threads dropped that agent's pointers
 is not kept (a generation per agent, and one for every restart from the newest change).
 
@@ -35,6 +38,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
 from .errors import AgentStoreError, ChangesExpiredError
+from .routing import pick
 from .validation import seconds
 
 if TYPE_CHECKING:
@@ -69,7 +73,8 @@ class ConfigCache:
         self._max_staleness = seconds(max_staleness, "max_staleness", MAX_STALENESS_MAX)
         #: How often the follower confirms, at least (half the staleness allowed).
         self._interval = self._max_staleness / 2
-        self._pointers: dict[_Key, tuple[AgentVersion, float]] = {}
+        #: Where each pointer sends its traffic: ``{version: 100}``, or a split's weights.
+        self._pointers: dict[_Key, tuple[dict[int, int], float]] = {}
         self._labels: dict[str, set[str | None]] = {}  # the pointer keys held, by agent
         self._versions: dict[str, dict[int, AgentVersion]] = {}
         self._generations: dict[str, int] = {}
@@ -92,37 +97,58 @@ class ConfigCache:
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def get(self, name: str, label: str | None = None) -> AgentVersion:
-        """The version ``label`` points at (None: the current one), at most ``max_staleness``
-        seconds old. Raises the store's errors (``AgentNotFoundError``, ``LabelNotFoundError``)."""
-        found = self._hit(name, label)
+    def get(self, name: str, label: str | None = None, key: str | None = None) -> AgentVersion:
+        """The version ``label`` sends ``key`` to (``resolve``: sticky per key on a split
+        label, a draw by weight without a key; label None: the current version), at most
+        ``max_staleness`` seconds old. Raises the store's errors (``AgentNotFoundError``,
+        ``LabelNotFoundError``)."""
+        found = self._hit(name, label, key)
         if found is not None:
             return found
         generation = self._generation(name)
         fresh_at = time.monotonic()
-        version = self._repo.get_version(name, label=label)
-        return self._keep(name, label, version, fresh_at, generation)
+        if label is None:
+            current = self._repo.get_version(name)
+            return self._keep(name, label, {current.version: 100}, current, fresh_at, generation)
+        weights = self._repo.label_weights(name).get(label)
+        if weights is None:
+            self._repo.get_version(name, label=label)  # raises LabelNotFoundError
+            raise AssertionError("unreachable: the label is not set")  # pragma: no cover
+        version = self._repo.get_version(name, pick(weights, name, label, key))
+        return self._keep(name, label, weights, version, fresh_at, generation)
 
-    async def aget(self, name: str, label: str | None = None) -> AgentVersion:
+    async def aget(
+        self, name: str, label: str | None = None, key: str | None = None
+    ) -> AgentVersion:
         """``get`` for an event loop: a hit answers at once, a miss reads through the store's
-        async API (``aget_version``)."""
-        found = self._hit(name, label)
+        async API (``aget_version``, ``alabel_weights``)."""
+        found = self._hit(name, label, key)
         if found is not None:
             return found
         generation = self._generation(name)
         fresh_at = time.monotonic()
-        version = await self._repo.aget_version(name, label=label)
-        return self._keep(name, label, version, fresh_at, generation)
+        if label is None:
+            current = await self._repo.aget_version(name)
+            return self._keep(name, label, {current.version: 100}, current, fresh_at, generation)
+        weights = (await self._repo.alabel_weights(name)).get(label)
+        if weights is None:
+            await self._repo.aget_version(name, label=label)  # raises LabelNotFoundError
+            raise AssertionError("unreachable: the label is not set")  # pragma: no cover
+        version = await self._repo.aget_version(name, pick(weights, name, label, key))
+        return self._keep(name, label, weights, version, fresh_at, generation)
 
-    def _hit(self, name: str, label: str | None) -> AgentVersion | None:
-        """The kept version of ``(name, label)`` while it is fresh enough, else None."""
+    def _hit(self, name: str, label: str | None, key: str | None) -> AgentVersion | None:
+        """The kept version ``(name, label)`` sends ``key`` to while the pointer is fresh
+        enough, else None."""
         entry = self._pointers.get((name, label))
         if entry is None:
             return None
-        found, fresh_at = entry
-        if time.monotonic() - max(fresh_at, self._confirmed_at) <= self._max_staleness:
-            return found
-        return None
+        weights, fresh_at = entry
+        if time.monotonic() - max(fresh_at, self._confirmed_at) > self._max_staleness:
+            return None
+        single = len(weights) == 1
+        number = next(iter(weights)) if single else pick(weights, name, label or "", key)
+        return self._versions.get(name, {}).get(number)
 
     def _generation(self, name: str) -> tuple[int, int]:
         with self._lock:
@@ -132,12 +158,13 @@ class ConfigCache:
         self,
         name: str,
         label: str | None,
+        weights: dict[int, int],
         version: AgentVersion,
         fresh_at: float,
         generation: tuple[int, int],
     ) -> AgentVersion:
-        """``version``, as the kept object when they are equal, remembered unless the follower
-        dropped ``name``'s pointers while it was read."""
+        """``version``, as the kept object when they are equal; the pointer to ``weights``
+        remembered unless the follower dropped ``name``'s pointers while it was read."""
         with self._lock:
             kept = self._versions.setdefault(name, {})
             known = kept.get(version.version)
@@ -146,7 +173,7 @@ class ConfigCache:
             else:
                 kept[version.version] = version
             if generation == (self._resets, self._generations.get(name, 0)):
-                self._pointers[(name, label)] = (version, fresh_at)
+                self._pointers[(name, label)] = (weights, fresh_at)
                 self._labels.setdefault(name, set()).add(label)
         return version
 

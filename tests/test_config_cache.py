@@ -29,6 +29,7 @@ from acti_store import (
     StoreUnavailableError,
     open_repository,
 )
+from acti_store.routing import pick
 
 #: What a poll may take beyond ``max_staleness``: a get that reads the store, scheduling.
 MARGIN = 0.3
@@ -112,6 +113,32 @@ async def test_aget_hits_and_misses(store: SqlAgentRepository) -> None:
         assert first.version == 1
         assert await cache.aget("a", "production") is first
         assert cache.get("a", "production") is first
+
+
+def test_a_split_label_sends_each_key_to_its_version_from_memory(
+    store: SqlAgentRepository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.set_label("a", "production", {1: 50, 2: 50})
+    keys = [f"user-{i}" for i in range(200)]
+    with ConfigCache(store, max_staleness=60) as cache:
+        for key in keys:  # each version read once, then served from memory
+            assert cache.get("a", "production", key).version == pick(
+                {1: 50, 2: 50}, "a", "production", key
+            )
+
+        def no_read(*args: Any, **kwargs: Any) -> AgentVersion:
+            raise AssertionError("the store was read")
+
+        monkeypatch.setattr(store, "get_version", no_read)
+        monkeypatch.setattr(store, "label_weights", no_read)
+        routed = {key: cache.get("a", "production", key).version for key in keys}
+        assert routed == {key: store.resolve("a", "production", key).version for key in keys}
+        monkeypatch.undo()
+        store.set_label("a", "production", 2)  # the feed drops the split
+        deadline = time.monotonic() + 30
+        while {cache.get("a", "production", key).version for key in keys} != {2}:
+            assert time.monotonic() < deadline, "the split is still served"
+            time.sleep(0.005)
 
 
 def test_unknown_agents_and_labels_raise_the_stores_errors(store: SqlAgentRepository) -> None:
