@@ -185,9 +185,9 @@ def test_a_gate_refuses_until_a_person_forces_it_with_a_note(url: str) -> None:
     assert err == (
         "error: Label 'production' of agent 'lead_qualifier' is protected: a version gets a "
         "share of it only with at least 3 runs, a success rate of at least 70.0%, a mean duration "
-        "of at most 3 s. Nothing was moved; the gate refused: v2 (0 runs): has 0 runs (at least "
-        "3 wanted), has no runs to judge its success rate by (at least 70.0% wanted), has no runs "
-        "to judge its duration by (at most 3 s wanted). To move it anyway, run: acti-store label "
+        "of at most 3 s. Nothing was moved; the gate refused: v2 (0 runs): 0 runs (at least "
+        "3 wanted), no success rate yet (at least 70.0% wanted), no duration yet "
+        "(at most 3 s wanted). To move it anyway, run: acti-store label "
         'lead_qualifier production 2 --force --note "why". Compare the versions with acti-store '
         "compare lead_qualifier <a> 2, or let v2 run more first.\n"
     )  # a person gets commands, not tool calls
