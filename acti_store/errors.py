@@ -285,7 +285,7 @@ class GateRefusedError(AgentStoreError):
     def __init__(self, name: str, label: str, gate: LabelGate, checks: Sequence[GateCheck]) -> None:
         failing = [check for check in checks if check.failures]
         reasons = "; ".join(
-            f"version {check.version} {', '.join(check.failures)}" for check in failing
+            f"version {check.version} has {', '.join(check.failures)}" for check in failing
         )
         super().__init__(
             f"Agent {name!r}: label {label!r} is protected (it needs {gate}): {reasons}. "

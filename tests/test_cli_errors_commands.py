@@ -103,6 +103,8 @@ def test_every_command_answers_a_bad_url_with_one_error_line(tmp_path: Path) -> 
         "rollback": ["lead_qualifier", "1", "--yes"],
         "label": ["lead_qualifier", "production", "1"],
         "labels": ["lead_qualifier"],
+        "protect": ["lead_qualifier", "production", "--min-runs", "5"],
+        "compare": ["lead_qualifier", "1", "2"],
         "serve-mcp": [],
         "tenants": [],
         "changes": ["--follow"],

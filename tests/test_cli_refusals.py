@@ -91,6 +91,8 @@ def test_every_command_refuses_with_one_error_line_on_stderr(store: str, tmp_pat
         "rollback": (["lead_qualifier", "9", "--yes", "--url", store], ""),
         "label": (["lead_qualifier", "production", "9", "--url", store], ""),
         "labels": (["ghost", "--url", store], ""),
+        "protect": (["ghost", "production", "--min-runs", "5", "--url", store], ""),
+        "compare": (["lead_qualifier", "1", "9", "--url", store], ""),
         "serve-mcp": (["--transport", "http", "--port", port, "--url", store], ""),
         "tenants": (["--tenant", "acme", "--url", store], ""),
         "changes": (["--after", "999", "--url", store], ""),  # beyond the newest: a reset store
@@ -113,6 +115,8 @@ def test_every_command_refuses_with_one_error_line_on_stderr(store: str, tmp_pat
     by_command = {r.argv[0]: r.stderr for r in results}
     assert by_command["show"].startswith("error: Agent 'ghost' not found. Available agents (1): ")
     assert by_command["diff"].startswith("error: Agent 'lead_qualifier' has no version 9")
+    assert by_command["compare"].startswith("error: Agent 'lead_qualifier' has no version 9")
+    assert by_command["protect"].startswith("error: Agent 'ghost' not found.")
     assert "Address already in use" in by_command["serve-mcp"]
     assert by_command["import"] == "error: 1 invalid file(s), listed above: nothing was imported\n"
     assert by_command["relay"].startswith("error: the environment variable ACTI_NO_SUCH_SECRET is")
@@ -126,6 +130,7 @@ READS = {
     "versions": ["lead_qualifier"],
     "diff": ["lead_qualifier", "1", "2"],
     "labels": ["lead_qualifier"],
+    "compare": ["lead_qualifier", "1", "2"],
     "export": ["EXPORT"],
     "changes": [],
 }

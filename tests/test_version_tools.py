@@ -84,9 +84,10 @@ def _call(tool: BaseTool, **args: Any) -> tuple[str, dict[str, Any]]:
     return message.content, message.artifact
 
 
-def test_the_four_tools_in_order(tools: dict[str, BaseTool]) -> None:
+def test_the_six_tools_in_order(tools: dict[str, BaseTool]) -> None:
     assert list(tools) == [
         "list_agent_versions", "diff_agent_versions", "rollback_agent_config", "set_agent_label",
+        "rollback_agent_label", "compare_agent_versions",
     ]  # fmt: skip
     schema = tools["list_agent_versions"].tool_call_schema.model_json_schema()
     assert schema["properties"]["limit"]["maximum"] == 100

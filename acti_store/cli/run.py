@@ -29,6 +29,8 @@ from .options import (
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.key is not None and args.label is None:
+        raise CommandFailed("--key picks a version of a label's split: give --label too")
     try:
         from ..execution.runner import AgentRunner  # the ``agents`` extra; heavy to import
     except ImportError as exc:
@@ -47,6 +49,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             skip_unavailable_tools=args.skip_unavailable_tools,
             version=args.version,
             label=args.label,
+            key=args.key,
         )
     finally:
         repo.close()
@@ -93,7 +96,15 @@ def register(subparsers: Any) -> None:
     pin.add_argument(
         "--label",
         default=None,
-        help="run the version this label points at (e.g. production)",
+        help="run the version this label points at (e.g. production); a split label picks one "
+        "of its versions by weight",
+    )
+    parser.add_argument(
+        "--key",
+        default=None,
+        metavar="K",
+        help="with --label: pick the split's version by this key (a user or session id): the "
+        "same key gets the same version while the split stands (default: a random pick)",
     )
     parser.add_argument(
         "--mcp-config",

@@ -127,7 +127,9 @@ def _server(
     from ..mcp_server.server import McpServerOptions, build_server
 
     builder = BuilderTools(lambda: repo, model=model, mcp_catalog=args.mcp_config)
-    options = McpServerOptions(read_only=read_only, version=package_version())
+    options = McpServerOptions(
+        read_only=read_only, version=package_version(), versions=args.with_versions
+    )
     return build_server(builder, options, notifier)
 
 
@@ -212,6 +214,14 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="MCP catalog (TOML) execute_created_agent runs agents with (default: "
         f"${ENV_CONFIG}, else the providers' servers)",
+    )
+    parser.add_argument(
+        "--with-versions",
+        action="store_true",
+        help="serve the version tools too: list_agent_versions, diff_agent_versions, "
+        "rollback_agent_config, set_agent_label (a version or a weighted split), "
+        "rollback_agent_label and compare_agent_versions; a client that can ask its user "
+        "(elicitation) asks before a confirmed rollback or a move of production",
     )
     add_read_only_option(parser)
     add_url_option(parser)

@@ -1,4 +1,5 @@
-"""The version commands: ``versions``, ``diff``, ``rollback``, ``label`` and ``labels``.
+"""The version commands: ``versions``, ``diff``, ``rollback``, ``label``, ``labels``,
+``protect`` and ``compare``.
 
 Like the other commands they print the version tools' texts (``VersionTools``), naming
 ``acti-store`` commands where a tool names a tool call; an error answer is one ``error: ...``
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
+from ..routing import SPLIT_MAX, TOTAL
 from ..tools.outcomes import Result
 from ..tools.version_texts import VERSION_CLI_CALLS, VERSIONS_LIMIT_DEFAULT, VERSIONS_LIMIT_MAX
 from ..tools.version_tools import VersionTools
@@ -74,15 +76,83 @@ def _cmd_rollback(args: argparse.Namespace) -> int:
     )
 
 
+def _share(text: str) -> tuple[int, int | None]:
+    """One TARGET word of ``label``: ``3`` (the whole label) or ``3=90`` (a share)."""
+    version, equals, weight = text.partition("=")
+    try:
+        return int(version), int(weight) if equals else None
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a version (3) nor a version's share (3=90)"
+        ) from None
+
+
+def _target(shares: list[tuple[int, int | None]]) -> int | dict[int, int]:
+    """``label``'s TARGET words as ``set_label`` takes them: a version, or version -> weight."""
+    if len(shares) == 1 and shares[0][1] is None:
+        return shares[0][0]
+    if any(weight is None for _, weight in shares):
+        raise CommandFailed(
+            f"a split gives each version its share, e.g. 3=90 4=10 (whole percents summing to "
+            f"{TOTAL})"
+        )
+    versions = [version for version, _ in shares]
+    if len(set(versions)) != len(versions):
+        raise CommandFailed("a split names each version once, e.g. 3=90 4=10")
+    return {version: weight for version, weight in shares if weight is not None}
+
+
 def _cmd_label(args: argparse.Namespace) -> int:
-    if args.remove == (args.version is not None):
-        print("error: give either a VERSION or --remove", file=sys.stderr)
+    chosen = [bool(args.target), args.remove, args.rollback]
+    if sum(chosen) != 1:
+        print("error: give either a VERSION (or a split), --remove or --rollback", file=sys.stderr)
+        return 2
+    if args.force and args.remove:
+        print("error: --force moves a label past its gate; --remove needs none", file=sys.stderr)
+        return 2
+    if args.force and not args.note:
+        print('error: --force needs --note "why" (the label log keeps it)', file=sys.stderr)
         return 2
     if args.remove:
         return _with_version_tools(args, lambda t: t.remove_label(args.name, args.label, args.note))
+    if args.rollback:
+        return _with_version_tools(
+            args, lambda t: t.rollback_label(args.name, args.label, args.note, force=args.force)
+        )
+    target = _target(args.target)
     return _with_version_tools(
-        args, lambda t: t.set_label(args.name, args.label, args.version, args.note)
+        args, lambda t: t.set_label(args.name, args.label, target, args.note, force=args.force)
     )
+
+
+def _cmd_protect(args: argparse.Namespace) -> int:
+    gate = (args.min_runs, args.min_success_rate, args.max_mean_duration)
+    if args.off:
+        if gate != (None, None, None):
+            print("error: --off removes the gate; give no gate options with it", file=sys.stderr)
+            return 2
+        return _with_version_tools(args, lambda t: t.unprotect_label(args.name, args.label))
+    if gate == (None, None, None):
+        print(
+            "error: give the gate: --min-runs, --min-success-rate or --max-mean-duration "
+            "(or --off to remove it)",
+            file=sys.stderr,
+        )
+        return 2
+    return _with_version_tools(
+        args,
+        lambda t: t.protect_label(
+            args.name,
+            args.label,
+            min_runs=0 if args.min_runs is None else args.min_runs,
+            min_success_rate=0.0 if args.min_success_rate is None else args.min_success_rate,
+            max_mean_duration=args.max_mean_duration,
+        ),
+    )
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    return _with_version_tools(args, lambda t: t.compare_agent_versions(args.name, args.a, args.b))
 
 
 def _cmd_labels(args: argparse.Namespace) -> int:
@@ -134,17 +204,83 @@ def register(subparsers: Any) -> None:
     rollback.set_defaults(func=_cmd_rollback)
 
     label = subparsers.add_parser(
-        "label", help="point a label (production, ...) at a version, or remove it"
+        "label",
+        help="point a label (production, ...) at a version, split it between versions, roll "
+        "its last move back, or remove it",
     )
     _name(label)
     label.add_argument("label", help="the label: a lowercase letter, then up to 31 of a-z 0-9 _ -")
-    _version(label, "version", "the version the label points at", nargs="?")
+    label.add_argument(
+        "target",
+        nargs="*",
+        type=_share,
+        metavar="VERSION",
+        help=f"the version the label points at (3), or a split: up to {SPLIT_MAX} versions "
+        f"with whole-percent shares summing to {TOTAL} (3=90 4=10)",
+    )
     label.add_argument("--remove", action="store_true", help="remove the label instead")
+    label.add_argument(
+        "--rollback",
+        action="store_true",
+        help="put the label back where it pointed before its last move (again: one more back)",
+    )
     label.add_argument("--note", default=None, help="a note for the label log (why it moved)")
+    label.add_argument(
+        "--force",
+        action="store_true",
+        help="move a protected label even though a version fails its gate (needs --note; the "
+        "log marks the move forced)",
+    )
     add_url_option(label)
     label.set_defaults(func=_cmd_label)
 
-    labels = subparsers.add_parser("labels", help="an agent's labels and every move of them")
+    labels = subparsers.add_parser(
+        "labels", help="an agent's labels (splits and gates too) and every move of them"
+    )
     _name(labels)
     add_store_options(labels, read_only=True)
     labels.set_defaults(func=_cmd_labels)
+
+    protect = subparsers.add_parser(
+        "protect",
+        help="protect a label with a gate: it sends a share only to versions whose runs meet "
+        "it (--off: remove the gate)",
+    )
+    _name(protect)
+    protect.add_argument("label", help="the label to protect (it need not be set yet)")
+    protect.add_argument(
+        "--min-runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="runs a version needs: 0 or more (default: 0)",
+    )
+    protect.add_argument(
+        "--min-success-rate",
+        type=float,
+        default=None,
+        metavar="R",
+        help="the success rate a version needs: 0-1, e.g. 0.95 (default: 0)",
+    )
+    protect.add_argument(
+        "--max-mean-duration",
+        type=float,
+        default=None,
+        metavar="S",
+        help="the longest mean duration of a version's runs: 0-86400 seconds, more than 0 "
+        "(default: no limit)",
+    )
+    protect.add_argument("--off", action="store_true", help="remove the label's gate instead")
+    add_url_option(protect)
+    protect.set_defaults(func=_cmd_protect)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="two versions' runs side by side: success rates with 95%% intervals, durations "
+        "and the difference",
+    )
+    _name(compare)
+    _version(compare, "a", "the version to compare against (e.g. production's)")
+    _version(compare, "b", "the other version (e.g. the new one)")
+    add_store_options(compare, read_only=True)
+    compare.set_defaults(func=_cmd_compare)

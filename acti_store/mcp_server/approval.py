@@ -2,11 +2,11 @@
 
 Which calls need approval, and the question, are the builder agent's (``tools.agent.APPROVALS``:
 a confirmed ``delete_agent_config``). When the client declares the elicitation capability, such a
-call first runs as its dry run (``confirm=false``): a call the tool would refuse (an unknown
-agent, a wrong argument) is refused at once, without asking. Otherwise the person is asked;
-accept lets the call go on, decline or cancel (or a client that fails to ask) ends it with a
-refusal that says nothing was changed. A client without elicitation keeps the contract's two
-steps: the model's dry run, then its confirmed call.
+call first runs as its dry run (``confirm=false``) when its tool has one: a call the tool would
+refuse (an unknown agent, a wrong argument) is refused at once, without asking. Otherwise the
+person is asked; accept lets the call go on, decline or cancel (or a client that fails to ask)
+ends it with a refusal that says nothing was changed. A client without elicitation keeps the
+contract's two steps: the model's dry run, then its confirmed call.
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ async def refusal(
     approval = APPROVALS.get(tool.name) or VERSION_APPROVALS.get(tool.name)
     if approval is None or not approval.needed(arguments) or not can_ask(session):
         return None
-    preview = await tool.call({**arguments, "confirm": False})
-    if preview[1].get("status") == "error":
-        return preview
+    if approval.dry_run:  # a call the tool would refuse is refused without asking
+        preview = await tool.call({**arguments, "confirm": False})
+        if preview[1].get("status") == "error":
+            return preview
     try:
         answer = await session.elicit_form(
             approval.question(arguments), _NO_FIELDS, related_request_id=request_id

@@ -64,6 +64,9 @@ class McpServerOptions:
     read_only: bool = False
     #: The version the server reports to clients (acti-store's).
     version: str | None = None
+    #: Serve the version tools too (``serve-mcp --with-versions``): versions, diffs, rollbacks,
+    #: labels (splits, label rollbacks) and comparisons.
+    versions: bool = False
 
 
 def build_server(
@@ -78,7 +81,8 @@ def build_server(
     the store's change feed is followed (``Notifier.feed``): a subscribed session hears of the
     changes every process makes, this one's included, each once (``Notifier``)."""
     options = options or McpServerOptions()
-    tools = served_tools(builder_declarations(builder), read_only=options.read_only)
+    declarations = builder_declarations(builder, versions=options.versions)
+    tools = served_tools(declarations, read_only=options.read_only)
     if "execute_created_agent" in tools:
         load_agent_stack()  # seconds of imports holding the GIL: now, not on a client's first run
     resources = Resources(builder)

@@ -17,8 +17,10 @@ from typing import Any, Final, cast
 from mcp import types
 from pydantic import ValidationError
 
+from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result, arguments_refused
-from ..tools.specs import TOOL_SPECS, StoreBound, ToolSpec, tool_coroutine
+from ..tools.specs import TOOL_SPECS, VERSION_TOOL_SPECS, StoreBound, ToolSpec, tool_coroutine
+from ..tools.version_tools import VersionTools
 
 #: What every tool's ``structuredContent`` is: its artifact (``tools.outcomes``).
 ARTIFACT_SCHEMA: Final[Mapping[str, Any]] = {
@@ -88,9 +90,15 @@ def served_tools(
     }
 
 
-def builder_declarations(builder: object) -> list[tuple[Sequence[ToolSpec], object]]:
-    """The builder's ten tools, bound to ``builder`` (a ``BuilderTools``)."""
-    return [(TOOL_SPECS, builder)]
+def builder_declarations(
+    builder: BuilderTools, *, versions: bool = False
+) -> list[tuple[Sequence[ToolSpec], object]]:
+    """The builder's ten tools, bound to ``builder``; with ``versions``, the version tools too
+    (``VERSION_TOOL_SPECS``, over the same store)."""
+    declarations: list[tuple[Sequence[ToolSpec], object]] = [(TOOL_SPECS, builder)]
+    if versions:
+        declarations.append((VERSION_TOOL_SPECS, VersionTools(builder)))
+    return declarations
 
 
 def tool_result(result: Result) -> types.CallToolResult:

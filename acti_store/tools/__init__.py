@@ -2,7 +2,7 @@
 
 ``BUILDER_TOOLS`` and ``ASYNC_TOOLS`` are bound to the default store (``open_repository()``,
 opened on first use); ``make_builder_tools(repo)`` binds the same ten tools to another store, and
-``make_version_tools(repo)`` the four version tools.
+``make_version_tools(repo)`` the six version tools.
 
 The exports load on first use: the tools' logic (``builder``, ``schemas``, ``render``) works
 without importing LangChain's tool classes, so commands that never build a LangChain tool (the

@@ -109,7 +109,15 @@ _VERSION_GROUP: Final = (
             "rollback_agent_config",
             "make an older version current again (a new version); two steps, like delete.",
         ),
-        _Entry("set_agent_label", "point a label such as production at a version."),
+        _Entry(
+            "set_agent_label",
+            "point a label such as production at a version, or split it between versions.",
+        ),
+        _Entry("rollback_agent_label", "put a label back where it pointed before its last move."),
+        _Entry(
+            "compare_agent_versions",
+            "two versions' runs side by side: success rates with intervals, durations.",
+        ),
     ),
 )
 
@@ -184,7 +192,11 @@ Every create, update, rollback and clone saves the whole configuration as a new 
 - When an update made an agent worse, compare versions with diff_agent_versions() and roll back \
 with rollback_agent_config(name, version): first without confirm (it shows the changes), then \
 with confirm=True once the user agrees. A person may have to approve a rollback or a move of \
-the production label; if it is rejected, do not retry."""
+the production label; if it is rejected, do not retry.
+- To try a new version on part of the traffic, split a label (e.g. 90 % on the current version, \
+10 % on the new one), compare the two with compare_agent_versions() once both have runs, then \
+move the label or roll it back with rollback_agent_label(). A protected label refuses a version \
+whose runs do not meet its gate: tell the user; only a person can override a gate."""
 
 
 def builder_system_prompt(*, versions: bool = False) -> str:
@@ -199,6 +211,9 @@ class Approval(NamedTuple):
     needed: Callable[[Mapping[str, Any]], bool]
     #: What the person is asked, for this call.
     question: Callable[[Mapping[str, Any]], str]
+    #: Whether the tool has a dry run (``confirm=False``) that checks the call before the person
+    #: is asked (the MCP server's elicitation); a tool without one would act on it.
+    dry_run: bool = True
 
 
 def _confirmed(args: Mapping[str, Any]) -> bool:
@@ -251,18 +266,38 @@ def _rollback_question(args: Mapping[str, Any]) -> str:
     )
 
 
+def _split(split: object) -> str:
+    """A split as the model gave it, in words when it has the expected shape."""
+    if isinstance(split, list) and all(
+        isinstance(share, Mapping) and {"version", "weight"} <= share.keys() for share in split
+    ):
+        return " / ".join(f"v{share['version']} {share['weight']} %" for share in split)
+    return repr(split)
+
+
 def _label_question(args: Mapping[str, Any]) -> str:
+    split = args.get("split")
+    target = f"version {args.get('version')}" if split is None else f"the split {_split(split)}"
     return (
-        f"Move label '{args.get('label')}' of agent '{args.get('name')}' to version "
-        f"{args.get('version')}. Approve or reject."
+        f"Move label '{args.get('label')}' of agent '{args.get('name')}' to {target}. "
+        "Approve or reject."
+    )
+
+
+def _label_rollback_question(args: Mapping[str, Any]) -> str:
+    return (
+        f"Roll label '{args.get('label')}' of agent '{args.get('name')}' back to where it "
+        "pointed before its last move. Approve or reject."
     )
 
 
 #: The version tools' calls a person must approve: a confirmed rollback (its dry run only shows
-#: the diff), and moving the ``production`` label. The MCP server asks for them too.
+#: the diff), and moving the ``production`` label (a split or a label rollback too). The MCP
+#: server asks for them too.
 VERSION_APPROVALS: Final[Mapping[str, Approval]] = {
     "rollback_agent_config": Approval(_confirmed, _rollback_question),
-    "set_agent_label": Approval(_moves_guarded_label, _label_question),
+    "set_agent_label": Approval(_moves_guarded_label, _label_question, dry_run=False),
+    "rollback_agent_label": Approval(_moves_guarded_label, _label_rollback_question, dry_run=False),
 }
 
 #: What ``versions=True`` adds to the builder agent's default approval (``VERSION_APPROVALS``).
@@ -290,10 +325,10 @@ def create_builder_agent(
     default with ``{"delete_agent_config": False}``. Approval pauses the run (a LangGraph
     interrupt), so it needs a ``checkpointer``; resume with
     ``Command(resume={"decisions": [{"type": "approve"}]})`` or ``{"type": "reject"}``.
-    ``versions=True`` adds the four version tools (``make_version_tools``; on the default store
+    ``versions=True`` adds the six version tools (``make_version_tools``; on the default store
     when ``repo`` is None), their part of the prompt, and to the default approval a confirmed
-    ``rollback_agent_config`` and a ``set_agent_label`` of ``production``
-    (``VERSION_INTERRUPT_ON``).
+    ``rollback_agent_config`` and a ``set_agent_label`` or ``rollback_agent_label`` of
+    ``production`` (``VERSION_INTERRUPT_ON``).
     Other keyword arguments go to ``deepagents.create_deep_agent``. Without the ``agents``
     extra, raises ``MissingExtraError`` (an ``ImportError``) saying what to install.
     """

@@ -146,17 +146,19 @@ TOOL_SPECS: Final[tuple[ToolSpec, ...]] = (
     ),
 )
 
-#: The four version tools (``make_version_tools``), whose methods are ``VersionTools``'.
+#: The six version tools (``make_version_tools``), whose methods are ``VersionTools``'.
 VERSION_TOOL_SPECS: Final[tuple[ToolSpec, ...]] = (
     ToolSpec(
         VersionTools.list_agent_versions,
         version_schemas.ListAgentVersionsArgs,
         version_schemas.LIST_AGENT_VERSIONS,
+        reads_only=True,
     ),
     ToolSpec(
         VersionTools.diff_agent_versions,
         version_schemas.DiffAgentVersionsArgs,
         version_schemas.DIFF_AGENT_VERSIONS,
+        reads_only=True,
     ),
     ToolSpec(
         VersionTools.rollback_agent_config,
@@ -167,6 +169,17 @@ VERSION_TOOL_SPECS: Final[tuple[ToolSpec, ...]] = (
         VersionTools.set_agent_label,
         version_schemas.SetAgentLabelArgs,
         version_schemas.SET_AGENT_LABEL,
+    ),
+    ToolSpec(
+        VersionTools.rollback_agent_label,
+        version_schemas.RollbackAgentLabelArgs,
+        version_schemas.ROLLBACK_AGENT_LABEL,
+    ),
+    ToolSpec(
+        VersionTools.compare_agent_versions,
+        version_schemas.CompareAgentVersionsArgs,
+        version_schemas.COMPARE_AGENT_VERSIONS,
+        reads_only=True,
     ),
 )
 
@@ -318,13 +331,14 @@ def make_builder_tools(
 
 
 def make_version_tools(repo: AgentRepository) -> list[BaseTool]:
-    """The four version tools bound to ``repo``: ``list_agent_versions``,
-    ``diff_agent_versions``, ``rollback_agent_config`` and ``set_agent_label``."""
+    """The six version tools bound to ``repo``: ``list_agent_versions``,
+    ``diff_agent_versions``, ``rollback_agent_config``, ``set_agent_label`` (a version, or a
+    weighted split), ``rollback_agent_label`` and ``compare_agent_versions``."""
     return version_tools(BuilderTools(lambda: repo))
 
 
 def version_tools(builder: BuilderTools) -> list[BaseTool]:
-    """The four version tools over the repository of ``builder``."""
+    """The six version tools over the repository of ``builder``."""
     return _structured_tools(VersionTools(builder), VERSION_TOOL_SPECS)
 
 

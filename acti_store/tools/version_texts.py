@@ -7,10 +7,20 @@ model (``VERSION_TOOL_CALLS``), ``acti-store`` commands for a person (``VERSION_
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Final, NamedTuple
 
-from ..versioning import ConfigDiff, LabelMove
-from .render import display_time, quoted
+from ..errors import GateRefusedError
+from ..routing import is_split
+from ..versioning import (
+    ConfigDiff,
+    GateCheck,
+    LabelGate,
+    LabelMove,
+    VersionComparison,
+    VersionFigures,
+)
+from .render import display_time, percent, quoted, seconds
 from .texts import ENTRIES_BUDGET, NONE, RULE
 
 #: Most versions ``list_agent_versions`` shows at once, and by default.
@@ -26,6 +36,14 @@ class VersionCalls(NamedTuple):
     rollback: str
     confirm_rollback: str
     label: str
+    #: A split of a label, as an example (``{name}``, ``{label}``, ``{a}``, ``{b}`` filled).
+    split: str
+    #: Undoing a label's last move.
+    rollback_label: str
+    #: Comparing two versions' runs (``{a}``, ``{b}``).
+    compare: str
+    #: How a gate is passed anyway: a person's forced move (``{label}``, ``{target}``).
+    force: str
 
 
 VERSION_TOOL_CALLS: Final = VersionCalls(
@@ -34,6 +52,12 @@ VERSION_TOOL_CALLS: Final = VersionCalls(
     rollback="rollback_agent_config('{name}', <version>)",
     confirm_rollback="rollback_agent_config('{name}', {version}, confirm=True)",
     label="set_agent_label('{name}', '<label>', <version>)",
+    split="set_agent_label('{name}', '{label}', split=[{{'version': {a}, 'weight': 90}}, "
+    "{{'version': {b}, 'weight': 10}}])",
+    rollback_label="rollback_agent_label('{name}', '{label}')",
+    compare="compare_agent_versions('{name}', {a}, {b})",
+    force="Only a person can move it past the gate (acti-store label {name} {label} {target} "
+    "--force --note WHY): ask the user; do not retry this call",
 )
 VERSION_CLI_CALLS: Final = VersionCalls(
     versions="acti-store versions {name}",
@@ -41,6 +65,10 @@ VERSION_CLI_CALLS: Final = VersionCalls(
     rollback="acti-store rollback {name} VERSION",
     confirm_rollback="acti-store rollback {name} {version} --yes",
     label="acti-store label {name} LABEL VERSION",
+    split="acti-store label {name} {label} {a}=90 {b}=10",
+    rollback_label="acti-store label {name} {label} --rollback",
+    compare="acti-store compare {name} {a} {b}",
+    force='To move it anyway, run: acti-store label {name} {label} {target} --force --note "why"',
 )
 
 VERSION_LIST: Final = f"""Versions of agent '{{name}}' (current: v{{current}}, newest first)
@@ -48,7 +76,7 @@ VERSION_LIST: Final = f"""Versions of agent '{{name}}' (current: v{{current}}, n
 {{entries}}
 {RULE}
 Labels: {{labels}}
-{{more}}
+{{gates}}{{more}}
 Compare two versions with {{diff}}; go back to one with {{rollback}}."""
 
 VERSION_ENTRY: Final = "v{version}{marks}  {created}\n    Message: {message}"
@@ -91,15 +119,46 @@ See its versions with {versions}."""
 LABEL_SET: Final = """SUCCESS: Label '{label}' of agent '{name}' {moved}.
 
 Labels now: {labels}"""
-LABEL_NEW: Final = "set on v{to_version} (it was not set)"
-LABEL_MOVED: Final = "moved from v{from_version} to v{to_version}"
-LABEL_REMOVED: Final = "removed (it was on v{from_version})"
-LABEL_UNCHANGED: Final = "already on v{to_version}: nothing changed"
+LABEL_NEW: Final = "set on {to_version} (it was not set)"
+LABEL_MOVED: Final = "moved from {from_version} to {to_version}"
+LABEL_REMOVED: Final = "removed (it was on {from_version})"
+LABEL_UNCHANGED: Final = "already on {to_version}: nothing changed"
+LABEL_ROLLED_BACK: Final = "rolled back from {from_version} to {to_version}"
+LABEL_ROLLED_BACK_UNSET: Final = (
+    "rolled back: removed (it was on {from_version}, and was not set before)"
+)
 
 LABEL_CONFLICT: Final = """ERROR: Label '{label}' of agent '{name}' was moved by someone else \
 while this call ran: it is now {now}. Nothing was changed.
 
 Check the labels with {versions} and call again if it should still move."""
+
+#: A protected label's gate refused a move (``GateRefusedError``).
+GATE_REFUSED: Final = """ERROR: Label '{label}' of agent '{name}' is protected: a version gets \
+a share of it only with {gate}. Nothing was moved; the gate refused:
+{checks}
+
+{force}. Compare the versions with {compare}, or let {version} run more first."""
+GATE_CHECK_LINE: Final = "  - v{version} ({figures}): {failures}"
+
+NOTHING_TO_ROLL_BACK: Final = """ERROR: Label '{label}' of agent '{name}' has no move to roll \
+back. Nothing was changed.
+
+See the labels with {versions}."""
+#: What a forced rollback is spelled with in the CLI's ``force`` hint (``label NAME L --rollback``).
+ROLLBACK_TARGET: Final = "--rollback"
+
+PROTECTED: Final = """SUCCESS: Label '{label}' of agent '{name}' is protected: a move sends it \
+a share only with {gate}."""
+UNPROTECTED: Final = "SUCCESS: Label '{label}' of agent '{name}' is no longer protected."
+NOT_PROTECTED: Final = (
+    "SUCCESS: Label '{label}' of agent '{name}' was not protected: nothing changed."
+)
+
+SPLIT_INVALID: Final = """ERROR: Give either version (one version gets all of the label) or \
+split (several versions share it): {given}.
+
+Example of a split: {split}"""
 
 VERSION_NOT_FOUND: Final = """ERROR: {reason}.
 
@@ -114,25 +173,84 @@ INVALID_LABEL: Final = """ERROR: Invalid label '{label}'.
 A label {rule}, e.g. production, staging, canary."""
 
 LABEL_REPORT: Final = """Labels of agent '{name}': {labels}
-
+{gates}
 {log}"""
+GATES_LINE: Final = "Protected: {gates}\n"
+GATE_ENTRY: Final = "{label} (needs {gate})"
 LABEL_LOG: Final = "Label moves (newest first):\n{moves}"
-LABEL_LOG_ENTRY: Final = "  {moved_at}  {label}: {change}{note}"
+LABEL_LOG_ENTRY: Final = "  {moved_at}  {label}: {change}{marks}{note}"
+FORCED_MARK: Final = " [forced]"
+ROLLBACK_MARK: Final = " [rollback]"
+
+COMPARISON: Final = f"""Version Comparison: {{name}} (v{{a}} vs v{{b}})
+{RULE}
+
+{{figures_a}}
+
+{{figures_b}}
+
+{{difference}}
+{RULE}
+{{verdict}}"""
+FIGURES: Final = """v{version}:
+  Runs: {runs}
+  Success Rate: {rate}
+  Average Duration: {duration}"""
+FIGURES_RATE: Final = "{rate}% ({successes}/{runs}), 95% interval {low}%-{high}%"
+NO_RUNS: Final = "no runs yet"
+DIFFERENCE: Final = (
+    "Difference (v{b} - v{a}): {difference} points, 95% interval {low} to {high} points"
+)
+DIFFERENCE_UNKNOWN: Final = "Difference (v{b} - v{a}): not known until both versions have runs"
+VERDICT_NO_RUNS: Final = "Let both versions run first, e.g. split a label between them: {split}"
+VERDICT_BETTER: Final = "v{b} succeeds more often than v{a}: the whole interval is above 0."
+VERDICT_WORSE: Final = "v{b} succeeds less often than v{a}: the whole interval is below 0."
+VERDICT_UNCLEAR: Final = (
+    "No clear difference yet: the interval includes 0. Let both versions run more before deciding."
+)
 
 
-def labels_line(labels: dict[str, int]) -> str:
-    """``production -> v3, staging -> v4``, or ``(none)``."""
-    return ", ".join(f"{label} -> v{version}" for label, version in labels.items()) or NONE
+def target(weights: Mapping[int, int] | int | None) -> str:
+    """Where a label points: ``v3``, ``v3 90 % / v4 10 %`` for a split, ``(none)``."""
+    if weights is None:
+        return NONE
+    if isinstance(weights, int):
+        return f"v{weights}"
+    if not is_split(weights):
+        return f"v{next(iter(weights))}"
+    return " / ".join(f"v{version} {weight} %" for version, weight in weights.items())
 
 
-def label_change(from_version: int | None, to_version: int | None) -> str:
-    if from_version is None:
-        return LABEL_NEW.format(to_version=to_version)
-    if to_version is None:
-        return LABEL_REMOVED.format(from_version=from_version)
-    if from_version == to_version:
-        return LABEL_UNCHANGED.format(to_version=to_version)
-    return LABEL_MOVED.format(from_version=from_version, to_version=to_version)
+def labels_line(labels: Mapping[str, Mapping[int, int] | int]) -> str:
+    """``production -> v3, canary -> v3 90 % / v4 10 %``, or ``(none)``."""
+    return ", ".join(f"{label} -> {target(where)}" for label, where in labels.items()) or NONE
+
+
+def gates_line(gates: Mapping[str, LabelGate]) -> str:
+    """``Protected: production (needs at least 50 runs, ...)`` and a line end, or nothing."""
+    if not gates:
+        return ""
+    entries = "; ".join(GATE_ENTRY.format(label=label, gate=gate) for label, gate in gates.items())
+    return GATES_LINE.format(gates=entries)
+
+
+def label_change(
+    before: Mapping[int, int] | int | None,
+    after: Mapping[int, int] | int | None,
+    *,
+    rollback: bool = False,
+) -> str:
+    if rollback:
+        if after is None:
+            return LABEL_ROLLED_BACK_UNSET.format(from_version=target(before))
+        return LABEL_ROLLED_BACK.format(from_version=target(before), to_version=target(after))
+    if before is None:
+        return LABEL_NEW.format(to_version=target(after))
+    if after is None:
+        return LABEL_REMOVED.format(from_version=target(before))
+    if target(before) == target(after):
+        return LABEL_UNCHANGED.format(to_version=target(after))
+    return LABEL_MOVED.format(from_version=target(before), to_version=target(after))
 
 
 def label_log(moves: list[LabelMove]) -> str:
@@ -140,12 +258,123 @@ def label_log(moves: list[LabelMove]) -> str:
         LABEL_LOG_ENTRY.format(
             moved_at=display_time(m.moved_at),
             label=m.label,
-            change=label_change(m.from_version, m.to_version),
+            change=label_change(m.before, m.after),
+            marks=(ROLLBACK_MARK if m.rollback else "") + (FORCED_MARK if m.forced else ""),
             note=f" ({quoted(m.note)})" if m.note else "",
         )
         for m in moves
     ]
     return LABEL_LOG.format(moves="\n".join(entries) or f"  {NONE}")
+
+
+def _rate(runs: int, successes: int) -> str:
+    return f"{percent(successes, runs)}% ({successes}/{runs})" if runs else NONE
+
+
+def gate_refused(
+    exc: GateRefusedError, calls: VersionCalls, target: str, current: int | None
+) -> str:
+    """A gate's refusal: the gate, each refused version with its figures, then the way past it
+    (a person's ``force``: ``target`` is the move as the CLI spells it) and a comparison of the
+    refused version with the label's ``current`` one."""
+    failing = [check.version for check in exc.checks]
+    version = next((v for v in failing if v != current), failing[0] if failing else 0)
+    name, label = exc.name, exc.label
+    against = "<a>" if current in (None, version) else current
+    return GATE_REFUSED.format(
+        label=label,
+        name=name,
+        gate=exc.gate,
+        checks=gate_checks(exc.checks),
+        force=calls.force.format(name=name, label=label, target=target),
+        compare=calls.compare.format(name=name, a=against, b=version),
+        version=f"v{version}",
+    )
+
+
+def shares(weights: Mapping[int, int] | None) -> list[dict[str, int]] | None:
+    """Weights as artifacts show them (and ``set_agent_label``'s split takes them):
+    ``[{"version": 3, "weight": 90}, ...]``; JSON objects cannot have integer keys."""
+    if weights is None:
+        return None
+    return [{"version": version, "weight": weight} for version, weight in weights.items()]
+
+
+def splits(weights: Mapping[str, Mapping[int, int]]) -> dict[str, list[dict[str, int]]]:
+    """The split labels' shares, for an artifact."""
+    return {label: shares(w) or [] for label, w in weights.items() if is_split(w)}
+
+
+def gates(found: Mapping[str, LabelGate]) -> dict[str, dict[str, object]]:
+    """The protected labels' gates, for an artifact."""
+    return {label: gate.model_dump(mode="json") for label, gate in found.items()}
+
+
+def gate_checks(checks: Sequence[GateCheck]) -> str:
+    """One line per version a gate refused: its figures and what it lacks."""
+    lines = []
+    for check in checks:
+        figures = f"{check.runs} run{'s' if check.runs != 1 else ''}"
+        if check.runs:
+            figures += f", success rate {_rate(check.runs, check.successes)}"
+        if check.mean_duration is not None:
+            figures += f", average duration {seconds(check.mean_duration)}"
+        failures = ", ".join(check.failures)
+        lines.append(
+            GATE_CHECK_LINE.format(version=check.version, figures=figures, failures=failures)
+        )
+    return "\n".join(lines)
+
+
+def _points(value: float, *, sign: bool = True) -> str:
+    """A rate or a difference of rates in percent (points): ``+4.2``, ``97.5``, ``0.0``."""
+    text = f"{100 * value:+.1f}" if sign else f"{100 * value:.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text
+
+
+def _figures(figures: VersionFigures) -> str:
+    if not figures.runs:
+        rate = duration = NO_RUNS
+    else:
+        low, high = figures.interval
+        rate = FIGURES_RATE.format(
+            rate=percent(figures.successes, figures.runs),
+            successes=figures.successes,
+            runs=figures.runs,
+            low=_points(low, sign=False),
+            high=_points(high, sign=False),
+        )
+        mean = figures.mean_duration
+        duration = NONE if mean is None else seconds(mean)
+    return FIGURES.format(version=figures.version, runs=figures.runs, rate=rate, duration=duration)
+
+
+def comparison(result: VersionComparison, split: str) -> str:
+    """``compare_agent_versions``' text: each version's figures, the difference, a verdict."""
+    a, b = result.a.version, result.b.version
+    if result.difference is None or result.difference_interval is None:
+        difference = DIFFERENCE_UNKNOWN.format(a=a, b=b)
+        verdict = VERDICT_NO_RUNS.format(split=split)
+    else:
+        low, high = result.difference_interval
+        difference = DIFFERENCE.format(
+            a=a, b=b, difference=_points(result.difference), low=_points(low), high=_points(high)
+        )
+        if low > 0:
+            verdict = VERDICT_BETTER.format(a=a, b=b)
+        elif high < 0:
+            verdict = VERDICT_WORSE.format(a=a, b=b)
+        else:
+            verdict = VERDICT_UNCLEAR
+    return COMPARISON.format(
+        name=result.name,
+        a=a,
+        b=b,
+        figures_a=_figures(result.a),
+        figures_b=_figures(result.b),
+        difference=difference,
+        verdict=verdict,
+    )
 
 
 def diff_report(diff: ConfigDiff, *, skip_heading: bool = False) -> str:

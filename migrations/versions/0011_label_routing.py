@@ -75,16 +75,16 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("agent_id", "label", name=op.f("pk_agent_label_gates")),
         **TABLE_OPTIONS,
     )
-    with op.batch_alter_table("agent_label_moves") as batch:
-        batch.add_column(sa.Column("from_weights", sa.String(length=250), nullable=True))
-        batch.add_column(sa.Column("to_weights", sa.String(length=250), nullable=True))
-        batch.add_column(
-            sa.Column("rollback", sa.Boolean(), server_default=sa.false(), nullable=False)
+    # Plain ADD COLUMNs on every engine (SQLite takes them without a table rebuild, and so
+    # ``acti-store migrate --sql`` can print them without a live database).
+    op.add_column("agent_label_moves", sa.Column("from_weights", sa.String(250), nullable=True))
+    op.add_column("agent_label_moves", sa.Column("to_weights", sa.String(250), nullable=True))
+    for flag in ("rollback", "forced"):
+        op.add_column(
+            "agent_label_moves",
+            sa.Column(flag, sa.Boolean(), server_default=sa.false(), nullable=False),
         )
-        batch.add_column(
-            sa.Column("forced", sa.Boolean(), server_default=sa.false(), nullable=False)
-        )
-        batch.add_column(sa.Column("checks", sa.JSON(), nullable=True))
+    op.add_column("agent_label_moves", sa.Column("checks", sa.JSON(), nullable=True))
     if op.get_context().dialect.name == "postgresql":
         isolate_tenants(TABLES)
 
