@@ -23,6 +23,8 @@ LABEL_RULE: Final = (
     "must be 1-32 characters: a lowercase letter, then lowercase letters, digits, '_' or '-' "
     "(pattern ^[a-z][a-z0-9_-]{0,31}$)"
 )
+#: Longest mean duration a gate can ask for: a day, in seconds.
+DURATION_MAX: Final = 86_400.0
 #: Longest commit message of a version, and note of a label move.
 MESSAGE_MAX_LENGTH: Final = 500
 #: The fields a snapshot holds, in the contract's order.
@@ -69,7 +71,7 @@ class LabelGate(_Model):
 
     min_runs: int = Field(default=0, ge=0, le=COUNTER_MAX)
     min_success_rate: float = Field(default=0.0, ge=0.0, le=1.0)
-    max_mean_duration: float | None = Field(default=None, gt=0)
+    max_mean_duration: float | None = Field(default=None, gt=0, le=DURATION_MAX)
 
     def __str__(self) -> str:
         parts = []

@@ -33,7 +33,14 @@ from ...routing import (
 )
 from ...sqlexec import Cursor
 from ...validation import ARGUMENT, flag, integer, optional_message, quoted, seconds, version_number
-from ...versioning import AgentVersion, GateCheck, LabelGate, LabelMove, VersionComparison
+from ...versioning import (
+    DURATION_MAX,
+    AgentVersion,
+    GateCheck,
+    LabelGate,
+    LabelMove,
+    VersionComparison,
+)
 from ..core import Role, agent_row
 from ..feed import changed
 from ..statements import ID, agent_from_row
@@ -60,9 +67,6 @@ from ..version_statements import (
     splits_from_rows,
 )
 from ..versions import checked_label, find_version, version_that_ran
-
-#: Longest mean duration a gate can ask for: a day, in seconds.
-DURATION_MAX = 86_400.0
 
 
 def _target(weights: Weights) -> int | Weights:
