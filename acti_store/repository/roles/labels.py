@@ -9,8 +9,7 @@ checking one expected target cannot both move (``tests/test_label_gates.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from ...errors import (
     ArgumentTypeError,
@@ -40,6 +39,7 @@ from ...versioning import (
     LabelGate,
     LabelMove,
     VersionComparison,
+    VersionFigures,
 )
 from ..core import Role, agent_row
 from ..feed import changed
@@ -151,7 +151,7 @@ class Labels(Role):
         return self._read(work, snapshot=True)
 
     @staticmethod
-    def _figures(cursor: Cursor, agent_id: int, version: int) -> Any:
+    def _figures(cursor: Cursor, agent_id: int, version: int) -> VersionFigures:
         found = cursor.first(VERSION_FIGURES, {"agent_id": agent_id, "version": version})
         runs, successes, duration = found if found is not None else (0, 0, 0.0)
         return figures(version, runs, successes, float(duration))
@@ -346,15 +346,12 @@ class Labels(Role):
 
 def _rate(value: object) -> float:
     """A success rate a gate asks for: a number from 0 to 1."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if 0 <= value <= 1:
-            return float(value)
-        raise InvalidInputError(
-            ARGUMENT, [("min_success_rate", f"must be a number from 0 to 1, not {value!r}")]
-        )
-    raise ArgumentTypeError(
-        ARGUMENT, [("min_success_rate", f"must be a number from 0 to 1, not {quoted(value)}")]
-    )
+    problem = [("min_success_rate", f"must be a number from 0 to 1, not {quoted(value)}")]
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ArgumentTypeError(ARGUMENT, problem)
+    if not 0 <= value <= 1:
+        raise InvalidInputError(ARGUMENT, problem)
+    return float(value)
 
 
 def _forced_note(note: object, force: bool) -> str | None:
@@ -367,7 +364,7 @@ def _forced_note(note: object, force: bool) -> str | None:
     return checked
 
 
-def _last_move(moves: Any) -> LabelMove | None:
+def _last_move(moves: Iterable[LabelMove]) -> LabelMove | None:
     """The move a rollback undoes: the label's newest move not undone yet. The log is walked
     newest first; each rollback found undoes one earlier move."""
     undone = 0
@@ -377,5 +374,5 @@ def _last_move(moves: Any) -> LabelMove | None:
         elif undone:
             undone -= 1
         else:
-            return move  # type: ignore[no-any-return]
+            return move
     return None
