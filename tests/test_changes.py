@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeClock, make_config
+from conftest import FakeClock, make_config, migrate_from_template
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 from acti_store import (
     Change,
@@ -133,8 +132,7 @@ def test_a_pruned_position_is_refused_never_skipped(
 
 
 def test_keep_changes_prunes_after_writes(store_url: str, request: pytest.FixtureRequest) -> None:
-    if make_url(store_url).get_backend_name() == "mysql":
-        request.getfixturevalue("mysql_template").copy_into(store_url)
+    migrate_from_template(request, store_url)
     clock = FakeClock()
     repo = open_repository(store_url, clock=clock, keep_changes=timedelta(seconds=1))
     try:

@@ -19,7 +19,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import make_config
+from conftest import make_config, migrate_from_template
 from sqlalchemy.engine import make_url
 from workers import feed
 from workers.harness import run_children
@@ -33,8 +33,7 @@ SECONDS = 4.0
 def test_a_follower_sees_every_change_once_in_commit_order(
     request: pytest.FixtureRequest, store_url: str
 ) -> None:
-    if make_url(store_url).get_backend_name() == "mysql":
-        request.getfixturevalue("mysql_template").copy_into(store_url)
+    migrate_from_template(request, store_url)
     feed.setup(store_url)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(WRITERS + 1)

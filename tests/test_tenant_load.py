@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import make_url
+from conftest import migrate_from_template
 from workers import tenants
 from workers.harness import run_children
 
@@ -28,8 +28,7 @@ SECONDS = 4.0
 def test_two_tenants_under_load_never_see_each_other(
     request: pytest.FixtureRequest, store_url: str, tmp_path: Path
 ) -> None:
-    if make_url(store_url).get_backend_name() == "mysql":
-        request.getfixturevalue("mysql_template").copy_into(store_url)
+    migrate_from_template(request, store_url)
     tenants.setup(store_url)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(WRITERS + len(tenants.TENANTS))
