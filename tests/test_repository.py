@@ -609,18 +609,33 @@ def test_text_search_stays_exact_as_writes_pass_through_the_index_log(repo: SqlA
         return " ".join(rng.sample(words, 2)) + f" item{rng.randrange(40)}"
 
     def check() -> None:
-        agents = {a.name: f"{a.name} {a.description}".lower() for a in repo.list_agents()}
+        stored = repo.list_agents()
+        agents = {a.name: f"{a.name} {a.description}".lower() for a in stored}
         for query in ("alpha", "bravo charlie", "item1", "ECHO item2", "ha golf", "agent_1"):
             expected = sorted(
                 n for n, text in agents.items() if all(w in text for w in query.lower().split())
             )
             assert names(repo, query=query, limit=100) == expected[:100], query
             assert repo.count(SearchQuery(query=query)) == len(expected), query
+            # Narrowed by another filter, the probe's ids drive the search (SQLite): the same
+            # agents, in each sort's order.
+            narrowed = [a for a in stored if a.name in expected and a.stratum == "EEI"]
+            newest = sorted(narrowed, key=lambda a: a.name)
+            newest.sort(key=lambda a: a.metadata.updated_at, reverse=True)
+            assert names(repo, query=query, stratum="EEI", sort_by="updated_at", limit=7) == [
+                a.name for a in newest[:7]
+            ], query
+            assert names(repo, query=query, stratum="EEI", limit=100) == sorted(
+                a.name for a in narrowed
+            ), query
 
     created = 0
     for round_ in range(3):
         for _ in range(120):
-            repo.create(make_config(f"agent_{created:03d}", description=description()))
+            stratum = rng.choice(("EEI", "RAI"))
+            repo.create(
+                make_config(f"agent_{created:03d}", description=description(), stratum=stratum)
+            )
             created += 1
         for i in range(round_, created, 5):
             if repo.exists(f"agent_{i:03d}"):

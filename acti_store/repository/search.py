@@ -23,6 +23,7 @@ its values, and a substring's pattern is what decides a search's plan.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -32,6 +33,7 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
+    column,
     exists,
     false,
     func,
@@ -61,10 +63,6 @@ _SORT_COLUMNS: Final[Mapping[str, ColumnElement[Any]]] = {
     "updated_at": agents.c.updated_at,
     "execution_count": agents.c.execution_count,
 }
-_SORTS: Final[Mapping[str, tuple[ColumnElement[Any], ...]]] = {
-    "name": (agents.c.name.asc(),),
-    **{sort: (col.desc(), agents.c.name.asc()) for sort, col in _SORT_COLUMNS.items()},
-}
 _LIMIT: Final = bindparam("limit", type_=Integer())
 
 
@@ -82,8 +80,9 @@ class _Shape:
     min_executions: bool = False
     #: Words every row is tested for (``LIKE``).
     words: int = 0
-    #: With an engine's text index, a selective probe: how many ids it found (None: no id
-    #: list), and the words the agents changed since the index took them in are tested for.
+    #: With an engine's text index, a selective probe: how many id parameters it gives (None:
+    #: no id list; one JSON array where the index takes them so, ``TextIndex.ids_as_json``),
+    #: and the words the agents changed since the index took them in are tested for.
     ids: int | None = None
     logged: int = 0
 
@@ -166,9 +165,37 @@ def _cached(key: tuple[Any, ...], statement: Callable[[], Any]) -> Prepared:
 
 def _ordered(shape: _Shape, sort_by: str, engine: EngineStrategy) -> Select[Any]:
     """The agents of ``shape``'s filters, in the order of ``sort_by`` (no limit yet), each
-    filter read as the engine reads it while it walks the sort's index."""
+    filter read as the engine reads it while it walks the sort's index.
+
+    When other filters narrow a selective probe's ids (fewer than the probe's cap), the ids
+    drive the search instead: the sort's columns are read as the filters are, so the engine
+    looks those agents up and sorts the ones that pass, rather than walking its index past every
+    agent the filters refuse. The ids alone are dense enough in the sort's order that the walk
+    stops soon."""
     condition = _condition(shape, engine.filter_column, engine.text_index)
-    return select(*AGENT_COLUMNS).where(condition).order_by(*_SORTS[sort_by])
+    read = engine.filter_column if shape.ids and _narrowed(shape) else _as_is
+    name = read(agents.c.name).asc()
+    if sort_by == "name":
+        return select(*AGENT_COLUMNS).where(condition).order_by(name)
+    return (
+        select(*AGENT_COLUMNS).where(condition).order_by(read(_SORT_COLUMNS[sort_by]).desc(), name)
+    )
+
+
+def _as_is(col: ColumnElement[Any]) -> ColumnElement[Any]:
+    return col
+
+
+def _narrowed(shape: _Shape) -> bool:
+    """Whether ``shape`` has a filter besides its text."""
+    return bool(
+        shape.stratum
+        or shape.masks
+        or shape.tags
+        or shape.created_after
+        or shape.created_before
+        or shape.min_executions
+    )
 
 
 def _after(sort_by: str) -> ColumnElement[bool]:
@@ -203,10 +230,15 @@ def _bound(
     for bound in ("created_after", "created_before", "min_executions"):
         if (value := getattr(query, bound)) is not None:
             values[bound] = value
-    words, ids, logged = _text_values(cursor, query.query, engine.text_index)
+    index = engine.text_index
+    words, ids, logged = _text_values(cursor, query.query, index)
     values |= _numbered("word", words) | _numbered("logged", logged)
-    if ids is not None:
-        values |= _numbered("id", ids)
+    if ids is not None and index is not None:
+        if index.ids_as_json:
+            values["ids"] = json.dumps(ids)
+        else:  # padded to a power of two with its last id: the same answer, fewer shapes
+            ids = ids + ids[-1:] * ((1 << (len(ids) - 1).bit_length()) - len(ids))
+            values |= _numbered("id", ids)
     shape = _Shape(
         stratum=query.stratum is not None,
         masks=len(masks),
@@ -215,7 +247,7 @@ def _bound(
         created_before=query.created_before is not None,
         min_executions=query.min_executions is not None,
         words=len(words),
-        ids=None if ids is None else len(ids),
+        ids=None if ids is None else min(len(ids), 1) if index and index.ids_as_json else len(ids),
         logged=len(logged),
     )
     return shape, values
@@ -239,8 +271,7 @@ def _text_values(
     index without ``changed_ids`` has none); an index that is not ``exact`` gives candidates,
     tested for every word by ``LIKE`` as well. A probe that fills up (None)
     means the words are common, and then an ordered scan that checks ``LIKE`` row by row finds
-    ``limit`` hits sooner than collecting every match would. The id list is padded to a power
-    of two with its last id (the same answer; fewer shapes to compile).
+    ``limit`` hits sooner than collecting every match would.
     """
     words = _words(query)
     ids: list[int] | None = None
@@ -249,7 +280,7 @@ def _text_values(
     if indexed and index is not None:
         found = index.probe(cursor, indexed)
         if found is not None:
-            ids = found + found[-1:] * ((1 << (len(found) - 1).bit_length()) - len(found))
+            ids = found
             if index.changed_ids is not None:
                 logged = [_pattern(w) for w in indexed]
             if index.exact:
@@ -291,14 +322,25 @@ def _condition(
     if shape.min_executions:
         conditions.append(runs >= bindparam("min_executions", type_=agents.c.execution_count.type))
     if shape.ids is not None and index is not None:
-        ids = [bindparam(f"id_{i}", type_=Integer()) for i in range(shape.ids)]
-        held: ColumnElement[bool] = agents.c.id.in_(ids) if ids else false()
+        held: ColumnElement[bool] = _listed(shape.ids, index) if shape.ids else false()
         if index.changed_ids is not None:
             logged = and_(agents.c.id.in_(index.changed_ids), *_contain("logged", shape.logged))
-            held = or_(held, logged) if ids else logged
+            held = or_(held, logged) if shape.ids else logged
         conditions.append(held)
     conditions.extend(_contain("word", shape.words))
     return and_(True, *conditions)
+
+
+def _listed(count: int, index: TextIndex) -> ColumnElement[bool]:
+    """The agent is one of the probe's ids: ``id_<i>`` each, or the JSON array ``ids`` (one
+    statement whatever their number: compiling one with a thousand parameters takes longer
+    than the search)."""
+    if index.ids_as_json:
+        listed = select(column("value", Integer())).select_from(
+            func.json_each(bindparam("ids", type_=String()))
+        )
+        return agents.c.id.in_(listed)
+    return agents.c.id.in_([bindparam(f"id_{i}", type_=Integer()) for i in range(count)])
 
 
 def _has_tags(count: int) -> list[ColumnElement[bool]]:

@@ -58,6 +58,9 @@ class TextIndex(Protocol):
     changed_ids: Select[Any] | None
     #: The probe's agents hold every word (else they are candidates, each tested by ``LIKE``).
     exact: bool
+    #: The search takes the probe's ids as one JSON array (``json_each``), else one parameter
+    #: each.
+    ids_as_json: bool
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         """The ids of the agents outside ``changed_ids`` whose indexed text holds every one of

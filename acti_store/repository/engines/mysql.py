@@ -166,6 +166,7 @@ class MariadbTrigramIndex:
     min_word: int = 3
     changed_ids: Select[Any] | None = None
     exact: bool = False
+    ids_as_json: bool = False  # JSON_TABLE needs MariaDB 10.6
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         grams = covering_trigrams(words)

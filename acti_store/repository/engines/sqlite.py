@@ -62,6 +62,7 @@ class FtsTrigramIndex:
     min_word: int = FTS_MIN_WORD
     changed_ids: Select[Any] | None = _FTS_LOGGED
     exact: bool = True
+    ids_as_json: bool = True
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
