@@ -15,6 +15,7 @@ from workers import routing
 
 from acti_store import (
     AgentUpdate,
+    ConfigCache,
     ExecutionRecord,
     GateRefusedError,
     InvalidInputError,
@@ -145,6 +146,32 @@ async def test_a_run_by_label_and_key_runs_and_counts_the_resolved_version(
     assert report.success, report
     stats = repo.version_stats(NAME)
     assert set(stats) == {4} and stats[4].total_executions == 1
+
+
+async def test_a_run_of_the_version_a_cache_resolved_reads_nothing_and_counts_it(
+    repo: SqlAgentRepository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An app resolves the label once (``ConfigCache.get``) and runs what it got: the runner
+    reads nothing more, runs that version's configuration and counts the run for it."""
+    _with_versions(repo, 4)
+    repo.set_label(NAME, "production", 3)
+    fifth = "You are version five of the support bot; answer every ticket."
+    repo.update(NAME, AgentUpdate(system_prompt=fifth))
+    with ConfigCache(repo) as cache:
+        production = cache.get(NAME, label="production")
+    for read in ("get", "get_version", "resolve"):
+        monkeypatch.setattr(repo, read, lambda *args, **kwargs: pytest.fail("read the store"))
+    model = scripted(AIMessage("Qualified."))
+    runner = AgentRunner(repo, model=lambda _model: model)
+    report = await runner.run(production, "Qualify this lead")
+    assert report.success, report
+    shown = " ".join(str(message.content) for message in model.calls[0])
+    assert make_config(NAME).system_prompt in shown and "version five" not in shown
+    with pytest.raises(InvalidInputError, match="already pinned"):
+        await runner.run(production, "Qualify this lead", label="production")
+    monkeypatch.undo()
+    stats = repo.version_stats(NAME)
+    assert set(stats) == {3} and stats[3].total_executions == 1
 
 
 # -- 3. comparing two versions --------------------------------------------------------------------

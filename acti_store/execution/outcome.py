@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
 
-from ..models import Agent, ExecutionRecord
+from ..models import AgentConfig, ExecutionRecord
 from .catalog import CategorySpec, McpCatalog
 from .redaction import Scrubber
 from .results import ExecutionResult, RunReport, Unavailable
@@ -27,7 +27,7 @@ CONNECT_TIMEOUT_MAX: Final = 30.0
 class RunState:
     """What one run has learnt so far, for the texts and the record."""
 
-    agent: Agent
+    agent: AgentConfig
     task: str
     timeout: float
     scrub: Scrubber

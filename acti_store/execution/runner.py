@@ -51,9 +51,10 @@ from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
 from ..errors import AgentStoreError, InvalidInputError, ReadOnlyStoreError
-from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, ExecutionRequest
+from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, AgentConfig, ExecutionRequest
 from ..repository import AgentRepository
 from ..validation import ARGUMENT
+from ..versioning import AgentVersion
 from . import texts
 from .background import compute, in_background, wait_in_background
 from .catalog import McpCatalog
@@ -140,7 +141,7 @@ class AgentRunner(KeepsServers):
 
     def run_sync(
         self,
-        agent: Agent | str,
+        agent: Agent | AgentVersion | str,
         task: str,
         *,
         timeout: float | None = TIMEOUT_DEFAULT,
@@ -158,7 +159,7 @@ class AgentRunner(KeepsServers):
 
     async def run(
         self,
-        agent: Agent | str,
+        agent: Agent | AgentVersion | str,
         task: str,
         *,
         timeout: float | None = TIMEOUT_DEFAULT,
@@ -180,8 +181,10 @@ class AgentRunner(KeepsServers):
         ``agent`` is the agent or its name; ``version`` pins the run to that saved version's
         configuration (``get_version``), ``label`` to the version the label sends ``key`` to
         (``resolve``: sticky per key on a split label, a draw by weight without a key), and the
-        run is counted for that version. Raises what ``get`` / ``get_version`` / ``resolve``
-        raise for a name, version or label not found.
+        run is counted for that version. An ``AgentVersion`` (what ``ConfigCache.get`` and
+        ``resolve`` return) runs that version, counted for it, with no read of the store.
+        Raises what ``get`` / ``get_version`` / ``resolve`` raise for a name, version or label
+        not found.
 
         On a store opened read-only, raises ``ReadOnlyStoreError`` before anything runs: a run
         is recorded in its agent's history, and its model calls and tool side effects cannot
@@ -189,8 +192,9 @@ class AgentRunner(KeepsServers):
         """
         request = _request(task, timeout, skip_unavailable_tools)
         self._require_recordable()
-        if isinstance(agent, Agent) and version is None and label is None and key is None:
-            chosen, pinned = agent, None
+        unpinned = version is None and label is None and key is None
+        if isinstance(agent, AgentVersion) or (isinstance(agent, Agent) and unpinned):
+            chosen, pinned = self._pinned(self._repo, agent, version, label, key)  # no read
         else:  # the store's reads, through its async API
             chosen, pinned = await self._repo.acall(
                 lambda repo: self._pinned(repo, agent, version, label, key)
@@ -205,13 +209,18 @@ class AgentRunner(KeepsServers):
     @staticmethod
     def _pinned(
         repo: AgentRepository,
-        agent: Agent | str,
+        agent: Agent | AgentVersion | str,
         version: int | None,
         label: str | None,
         key: str | None,
-    ) -> tuple[Agent, int | None]:
+    ) -> tuple[AgentConfig, int | None]:
         """The agent to run (with the pinned version's configuration) and the version pinned,
         read from ``repo`` (the store, or the twin ``acall`` hands over)."""
+        if isinstance(agent, AgentVersion):
+            if version is not None or label is not None or key is not None:
+                why = "is already pinned by the AgentVersion given as the agent"
+                raise InvalidInputError(ARGUMENT, [("version, label or key", why)])
+            return agent.config, agent.version
         if version is None and label is None and key is None:
             return (agent if isinstance(agent, Agent) else repo.get(agent)), None
         name = agent if isinstance(agent, str) else agent.name
@@ -223,7 +232,7 @@ class AgentRunner(KeepsServers):
         return Agent(**dict(saved.config), metadata=current.metadata), saved.version
 
     async def _perform(
-        self, agent: Agent, request: ExecutionRequest, pinned: int | None = None
+        self, agent: AgentConfig, request: ExecutionRequest, pinned: int | None = None
     ) -> RunReport:
         environ = dict(os.environ)
         state = RunState(
