@@ -1,21 +1,44 @@
 """The practical limit: the same operations in hand-written SQL on the stdlib ``sqlite3`` driver.
 
 Same durability and integrity as acti_store's SQLite default (WAL, ``synchronous=NORMAL``, foreign
-keys on, ``BEGIN IMMEDIATE`` for writes, one transaction per operation) and a similar schema: an
-agent row with JSON ``tools``/``tags`` and a tools bit mask, a tags table, an executions table
-with an ``(agent_id, id)`` index; counters are incremented in SQL and the 50-record FIFO is trimmed
-in the same transaction as the insert. Timestamps are stored as the contract's ISO text, so
-reading an agent needs no conversion. One connection, kept open.
+keys on, ``BEGIN IMMEDIATE`` for writes, one transaction per operation, several statements in it)
+and the same tables, keys and side tables as an acti_store SQLite store (``raw_sqlite_schema``):
+an agent row with JSON ``tools``/``tags`` and a tools bit mask, a tags table, an executions table
+with an ``(agent_id, id)`` index, and a ``tenant`` column on every table, leading the keys
+acti_store leads with it (acti_store's default tenant, ``'default'``). Counters are incremented in
+SQL and the 50-record FIFO is trimmed in the same transaction as the insert. Timestamps are stored
+as the contract's ISO text, so reading an agent needs no conversion. One connection, kept open.
+
+What each operation writes, row for row what acti_store writes on SQLite (its statements traced
+with ``sqlite3``'s trace callback; the rows compared table by table after the same workload):
+
+- create: the agent row; one ``agent_tags`` row per tag; its version snapshot (``agent_versions``:
+  description, system prompt, tools and tags as JSON, model, stratum, as of version 1, at its
+  ``updated_at``); the change feed: the tenant's ``agent_change_counters`` row bumped (an upsert
+  returning the new number) and one ``agent_changes`` row (``created``, the agent, its version).
+- update: the agent row (``version + 1``, ``updated_at``); the tags replaced if they changed; the
+  new version's snapshot; one ``updated`` change with its counter bump.
+- record_execution: the agent's counters; one ``executions`` row (with the ``agent_version`` that
+  ran); the per-version run counter (``agent_version_stats`` upsert: runs, successes, errors,
+  total duration, last run, keyed by ``(agent_id, version)``); the FIFO trim.
+- import / bulk_load: per agent its row, tags, snapshot (message ``'imported'``) and records
+  (``agent_version`` NULL), then one ``created`` change per agent numbered by one counter bump, all
+  in one transaction. No run counters (acti_store writes none on import either).
+- The search index: acti_store's FTS5 trigram table ``agents_fts`` and its log ``agents_fts_log``,
+  maintained by the same triggers (a log row per created agent and per update that changes the
+  description; every 256th log row moves the log into the index, in that write's transaction).
+  Search still reads with ``LIKE`` (its answers are every other backend's reference).
+- get, history, search, export: write nothing; they read the tenant's rows (``tenant = ?``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from acti_store.documents import agent_document as acti_agent_document
 from acti_store.documents import history_document as acti_history_document
@@ -33,98 +56,27 @@ from .plain import (
     record_document,
     tools_mask,
 )
-
-SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS agents (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    description TEXT NOT NULL,
-    system_prompt TEXT NOT NULL,
-    tools TEXT NOT NULL,
-    tools_mask INTEGER NOT NULL,
-    model TEXT NOT NULL,
-    stratum TEXT,
-    tags TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    last_executed_at TEXT,
-    version INTEGER NOT NULL,
-    builder TEXT NOT NULL,
-    execution_count INTEGER NOT NULL,
-    success_count INTEGER NOT NULL,
-    error_count INTEGER NOT NULL,
-    total_executions INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS ix_agents_stratum ON agents (stratum);
-CREATE INDEX IF NOT EXISTS ix_agents_tools_mask ON agents (tools_mask);
-CREATE INDEX IF NOT EXISTS ix_agents_created_at ON agents (created_at);
-CREATE INDEX IF NOT EXISTS ix_agents_updated_at ON agents (updated_at);
-CREATE INDEX IF NOT EXISTS ix_agents_execution_count ON agents (execution_count);
-CREATE TABLE IF NOT EXISTS agent_tags (
-    tag TEXT NOT NULL,
-    agent_id INTEGER NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
-    PRIMARY KEY (tag, agent_id)
-);
-CREATE INDEX IF NOT EXISTS ix_agent_tags_agent_id ON agent_tags (agent_id);
-CREATE TABLE IF NOT EXISTS executions (
-    id INTEGER PRIMARY KEY,
-    agent_id INTEGER REFERENCES agents (id) ON DELETE SET NULL,
-    agent_name TEXT NOT NULL,
-    execution_id TEXT NOT NULL,
-    timestamp TEXT NOT NULL,
-    task TEXT NOT NULL,
-    result_summary TEXT NOT NULL,
-    success INTEGER NOT NULL,
-    duration_seconds REAL NOT NULL,
-    tool_calls_count INTEGER NOT NULL,
-    error_type TEXT
-);
-CREATE INDEX IF NOT EXISTS ix_executions_agent_id_id ON executions (agent_id, id);
-CREATE INDEX IF NOT EXISTS ix_executions_agent_name_id ON executions (agent_name, id);
-"""
-
-AGENT_COLUMNS: Final = (
-    "name, description, system_prompt, tools, model, stratum, tags, created_at, updated_at, "
-    "last_executed_at, version, builder, execution_count, success_count, error_count"
+from .raw_sqlite_schema import (
+    AGENT_COLUMNS,
+    BUMP,
+    BUMP_CHANGE_COUNTER,
+    BUMP_VERSION_STATS,
+    EXPORT_AGENTS,
+    EXPORT_RECORDS,
+    GET,
+    GET_FOR_UPDATE,
+    HISTORY,
+    INSERT_AGENT,
+    INSERT_CHANGE,
+    INSERT_RECORD,
+    INSERT_TAG,
+    INSERT_VERSION,
+    SCHEMA,
+    SORTS,
+    TENANT,
+    TRIM,
+    UPDATE_AGENT,
 )
-RECORD_COLUMNS: Final = (
-    "execution_id, timestamp, task, result_summary, success, duration_seconds, "
-    "tool_calls_count, error_type"
-)
-INSERT_AGENT: Final = (
-    "INSERT INTO agents (name, description, system_prompt, tools, tools_mask, model, stratum, "
-    "tags, created_at, updated_at, last_executed_at, version, builder, execution_count, "
-    "success_count, error_count, total_executions) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
-)
-INSERT_TAG: Final = "INSERT INTO agent_tags (tag, agent_id) VALUES (?, ?)"
-INSERT_RECORD: Final = (
-    f"INSERT INTO executions (agent_id, agent_name, {RECORD_COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-BUMP: Final = (
-    "UPDATE agents SET execution_count = execution_count + 1, "
-    "total_executions = total_executions + 1, success_count = success_count + ?, "
-    "error_count = error_count + ?, last_executed_at = CASE "
-    "WHEN last_executed_at IS NULL OR last_executed_at < ? THEN ? ELSE last_executed_at END "
-    "WHERE name = ? RETURNING id"
-)
-TRIM: Final = (
-    "DELETE FROM executions WHERE agent_id = ? AND id <= "
-    f"(SELECT id FROM executions WHERE agent_id = ? ORDER BY id DESC LIMIT 1 OFFSET {HISTORY_MAX})"
-)
-HISTORY: Final = (
-    "SELECT a.total_executions, "
-    + ", ".join(f"e.{c.strip()}" for c in RECORD_COLUMNS.split(","))
-    + " FROM agents a LEFT JOIN executions e ON e.agent_id = a.id WHERE a.name = ? "
-    "ORDER BY e.id DESC LIMIT ?"
-)
-SORTS: Final = {
-    "name": "name",
-    "created_at": "created_at DESC, name",
-    "updated_at": "updated_at DESC, name",
-    "execution_count": "execution_count DESC, name",
-}
 
 
 def _agent(row: Sequence[Any]) -> Document:
@@ -169,6 +121,7 @@ def _escape_like(text: str) -> str:
 def _agent_values(doc: Document, total: int) -> tuple[Any, ...]:
     meta = doc["_metadata"]
     return (
+        TENANT,
         doc["name"],
         doc["description"],
         doc["system_prompt"],
@@ -189,7 +142,19 @@ def _agent_values(doc: Document, total: int) -> tuple[Any, ...]:
     )
 
 
-def _record_values(agent_id: int, name: str, record: Document) -> tuple[Any, ...]:
+def _version_values(agent_id: int, agent: tuple[Any, ...], message: str | None) -> tuple[Any, ...]:
+    """The snapshot row of ``agent`` (``_agent_values`` order), as acti_store's ``agent_versions``:
+    the configuration (tools and tags as the same JSON text) as of its version, at its
+    ``updated_at``."""
+    description, prompt, tools, _, model, stratum, tags = agent[2:9]
+    updated_at, version = agent[10], agent[12]
+    config = (description, prompt, tools, model, stratum, tags)
+    return (agent_id, version, *config, updated_at, message, TENANT)
+
+
+def _record_values(
+    agent_id: int, name: str, record: Document, version: int | None
+) -> tuple[Any, ...]:
     return (
         agent_id,
         name,
@@ -201,7 +166,23 @@ def _record_values(agent_id: int, name: str, record: Document) -> tuple[Any, ...
         record["duration_seconds"],
         record["tool_calls_count"],
         record["error_type"],
+        version,
+        TENANT,
     )
+
+
+def _feed(db: sqlite3.Connection, kind: str, changed: Sequence[tuple[str, int]], at: str) -> None:
+    """Append one change row per ``(agent, version)`` to the tenant's feed, numbered from its
+    counter (taken once for all of them), in the caller's transaction: acti_store's change feed."""
+    (last,) = db.execute(BUMP_CHANGE_COUNTER, (TENANT, len(changed))).fetchone()
+    first = last - len(changed) + 1
+    rows = [
+        (TENANT, first + i, kind, name, version, at) for i, (name, version) in enumerate(changed)
+    ]
+    if len(rows) == 1:
+        db.execute(INSERT_CHANGE, rows[0])
+    else:
+        db.executemany(INSERT_CHANGE, rows)
 
 
 class RawSqliteBackend(Backend):
@@ -228,32 +209,46 @@ class RawSqliteBackend(Backend):
             raise
         db.execute("COMMIT")
 
-    def _put(self, db: sqlite3.Connection, doc: Document, history: Document | None) -> None:
+    def _put(
+        self, db: sqlite3.Connection, doc: Document, history: Document | None, message: str | None
+    ) -> tuple[str, int]:
+        """The agent row, its tags, its version snapshot and its records; ``(name, version)``."""
         total = history["total_executions"] if history else doc["_metadata"]["execution_count"]
-        (agent_id,) = db.execute(INSERT_AGENT, _agent_values(doc, total)).fetchone()
+        values = _agent_values(doc, total)
+        (agent_id,) = db.execute(INSERT_AGENT, values).fetchone()
         if doc["tags"]:
-            db.executemany(INSERT_TAG, [(tag, agent_id) for tag in doc["tags"]])
+            db.executemany(INSERT_TAG, [(tag, agent_id, TENANT) for tag in doc["tags"]])
+        db.execute(INSERT_VERSION, _version_values(agent_id, values, message))
+        name = doc["name"]
         if history and history["executions"]:
-            name = doc["name"]
             db.executemany(
                 INSERT_RECORD,
                 [
-                    _record_values(agent_id, name, r)
+                    _record_values(agent_id, name, r, None)
                     for r in reversed(history["executions"][:HISTORY_MAX])
                 ],
             )
+        return name, doc["_metadata"]["version"]
+
+    def _put_all(self, items: Iterable[tuple[Document, Document | None]]) -> None:
+        """Import: every agent as ``_put`` writes it (snapshot message ``'imported'``), then one
+        ``created`` change per agent, numbered by one counter bump, in one transaction."""
+        with self._write() as db:
+            changed = [self._put(db, doc, history, "imported") for doc, history in items]
+            if changed:
+                _feed(db, "created", changed, iso(self.clock()))
 
     # -- operations --------------------------------------------------------------------------------
 
     def create(self, config: AgentConfig) -> Document:
-        doc = new_agent_document(config, iso(self.clock()))
+        now = iso(self.clock())
+        doc = new_agent_document(config, now)
         with self._write() as db:
-            self._put(db, doc, None)
+            _feed(db, "created", [self._put(db, doc, None, None)], now)
         return doc
 
     def get(self, name: str) -> Document:
-        row = self._db.execute(f"SELECT {AGENT_COLUMNS} FROM agents WHERE name = ?", (name,))
-        found = row.fetchone()
+        found = self._db.execute(GET, (TENANT, name)).fetchone()
         if found is None:
             raise KeyError(name)
         return _agent(found)
@@ -262,9 +257,7 @@ class RawSqliteBackend(Backend):
         fields = changes.changes()
         now = iso(self.clock())
         with self._write() as db:
-            row = db.execute(
-                f"SELECT id, {AGENT_COLUMNS} FROM agents WHERE name = ?", (name,)
-            ).fetchone()
+            row = db.execute(GET_FOR_UPDATE, (TENANT, name)).fetchone()
             if row is None:
                 raise KeyError(name)
             agent_id = row[0]
@@ -274,17 +267,18 @@ class RawSqliteBackend(Backend):
             meta = doc["_metadata"]
             meta["updated_at"] = now
             meta["version"] += 1
+            tools = json.dumps(doc["tools"])
+            tags = json.dumps(doc["tags"])
             db.execute(
-                "UPDATE agents SET description = ?, system_prompt = ?, tools = ?, tools_mask = ?, "
-                "model = ?, stratum = ?, tags = ?, updated_at = ?, version = ? WHERE id = ?",
+                UPDATE_AGENT,
                 (
                     doc["description"],
                     doc["system_prompt"],
-                    json.dumps(doc["tools"]),
+                    tools,
                     tools_mask(doc["tools"]),
                     doc["model"],
                     doc["stratum"],
-                    json.dumps(doc["tags"]),
+                    tags,
                     now,
                     meta["version"],
                     agent_id,
@@ -292,12 +286,29 @@ class RawSqliteBackend(Backend):
             )
             if "tags" in fields:
                 db.execute("DELETE FROM agent_tags WHERE agent_id = ?", (agent_id,))
-                db.executemany(INSERT_TAG, [(tag, agent_id) for tag in doc["tags"]])
+                db.executemany(INSERT_TAG, [(tag, agent_id, TENANT) for tag in doc["tags"]])
+            db.execute(
+                INSERT_VERSION,
+                (
+                    agent_id,
+                    meta["version"],
+                    doc["description"],
+                    doc["system_prompt"],
+                    tools,
+                    doc["model"],
+                    doc["stratum"],
+                    tags,
+                    now,
+                    None,
+                    TENANT,
+                ),
+            )
+            _feed(db, "updated", [(name, meta["version"])], now)
         return doc
 
     def search(self, query: SearchQuery) -> list[Document]:
-        where: list[str] = []
-        params: list[Any] = []
+        where: list[str] = ["tenant = ?"]
+        params: list[Any] = [TENANT]
         if query.query:
             # SQLite's LIKE is case-insensitive for ASCII, as lower() is: same semantics.
             for word in query.query.lower().split():
@@ -323,9 +334,7 @@ class RawSqliteBackend(Backend):
         if query.min_executions is not None:
             where.append("execution_count >= ?")
             params.append(query.min_executions)
-        sql = f"SELECT {AGENT_COLUMNS} FROM agents"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql = f"SELECT {AGENT_COLUMNS} FROM agents WHERE " + " AND ".join(where)
         sql += f" ORDER BY {SORTS[query.sort_by]} LIMIT ?"
         params.append(query.limit)
         return [_agent(row) for row in self._db.execute(sql, params)]
@@ -333,17 +342,22 @@ class RawSqliteBackend(Backend):
     def record_execution(self, name: str, record: ExecutionRecord) -> None:
         ts = iso(record.timestamp)
         with self._write() as db:
-            row = db.execute(
-                BUMP, (int(record.success), int(not record.success), ts, ts, name)
-            ).fetchone()
+            success, error = int(record.success), int(not record.success)
+            row = db.execute(BUMP, (success, error, ts, ts, TENANT, name)).fetchone()
             if row is None:
                 raise KeyError(name)
-            agent_id = row[0]
-            db.execute(INSERT_RECORD, _record_values(agent_id, name, record_document(record)))
+            agent_id, version = row
+            db.execute(
+                INSERT_RECORD, _record_values(agent_id, name, record_document(record), version)
+            )
+            db.execute(
+                BUMP_VERSION_STATS,
+                (agent_id, version, success, error, record.duration_seconds, ts, TENANT),
+            )
             db.execute(TRIM, (agent_id, agent_id))
 
     def get_history(self, name: str, limit: int) -> Document:
-        rows = self._db.execute(HISTORY, (name, limit)).fetchall()
+        rows = self._db.execute(HISTORY, (TENANT, name, limit)).fetchall()
         if not rows:
             raise KeyError(name)
         return {
@@ -358,9 +372,7 @@ class RawSqliteBackend(Backend):
         db = self._db
         db.execute("BEGIN")  # one snapshot for the whole export
         try:
-            agents = db.execute(
-                f"SELECT id, total_executions, {AGENT_COLUMNS} FROM agents ORDER BY name"
-            )
+            agents = db.execute(EXPORT_AGENTS, (TENANT,))
             for row in agents:
                 doc = _agent(row[2:])
                 name = doc["name"]
@@ -368,10 +380,7 @@ class RawSqliteBackend(Backend):
                     out.write(dumps(doc))
                 if not row[1]:
                     continue  # never run: no history file (created lazily, as in the contract)
-                records = db.execute(
-                    f"SELECT {RECORD_COLUMNS} FROM executions WHERE agent_id = ? ORDER BY id DESC",
-                    (row[0],),
-                )
+                records = db.execute(EXPORT_RECORDS, (row[0],))
                 history = {
                     "agent_name": name,
                     "executions": [_record(r) for r in records],
@@ -384,19 +393,14 @@ class RawSqliteBackend(Backend):
         return "hand-written: one SELECT over agents, one per run agent's history"
 
     def import_all(self, directory: Path) -> str:
-        with self._write() as db:
-            for doc, history in read_export(directory):
-                self._put(db, doc, history)
+        self._put_all(read_export(directory))
         return "hand-written: json.loads + INSERTs, one transaction"
 
     def bulk_load(self, items: Sequence[BulkItem]) -> None:
-        with self._write() as db:
-            for agent, history in items:
-                self._put(
-                    db,
-                    acti_agent_document(agent),
-                    acti_history_document(history) if history is not None else None,
-                )
+        self._put_all(
+            (acti_agent_document(a), acti_history_document(h) if h is not None else None)
+            for a, h in items
+        )
 
     def agent_document(self, result: object) -> Document:
         assert isinstance(result, dict)
