@@ -1,24 +1,39 @@
 """The practical limit on PostgreSQL: the same operations in hand-written SQL on psycopg 3.
 
 Same semantics as ``raw_sqlite`` (the reference every answer is compared with), written the way a
-PostgreSQL expert would, without SQLAlchemy:
+PostgreSQL expert would, without SQLAlchemy, and writing the rows acti_store writes (its tables,
+``raw_psycopg_schema``; every row carries acti_store's default tenant, every lookup asks for it):
 
 * one connection, kept open, in autocommit mode: every operation is **one statement** (its own
   transaction, one round trip), server-side prepared on first use (``prepare_threshold=0``);
+* ``create`` and ``update`` are one statement of data-modifying CTEs each, writing what
+  acti_store's transaction writes: the agent row (``update``: ``SET f = COALESCE(%s, f) ...
+  RETURNING``, no read first), the version's **snapshot** in ``agent_versions`` (its
+  configuration, from the row just written), the tenant's change **counter** moved by one in
+  ``agent_change_counters`` (its row lock orders the numbers as the commits) and the **change**
+  row numbered with it in ``agent_changes`` (``created`` / ``updated``), then ``pg_notify`` for
+  the feed's listeners, as acti_store sends in the same transaction;
 * ``record_execution`` is one statement of data-modifying CTEs: bump the counters (the row lock
-  serialises concurrent runs of one agent, and ``RETURNING`` gives the new total), insert the
-  record numbered with that total (``seq``), trim the FIFO to the 50 newest (``seq <= total - 50``,
-  which does not depend on what the statement's snapshot sees, so concurrent runs trim exactly);
-* ``update`` is one ``UPDATE ... SET f = COALESCE(%s, f) ... RETURNING`` (no read first);
-* tags are a ``text[]`` with a GIN index (``@>``), the tools a bit mask; word search is a ``LIKE``
+  serialises concurrent runs of one agent, and ``RETURNING`` gives the new total and the version
+  that runs), insert the record numbered with that total (``seq``, with the version that ran),
+  move that version's **run counters** (``agent_version_stats``: runs, successes, errors, total
+  duration, last run; an upsert), trim the FIFO to the 50 newest (``seq <= total - 50``, which
+  does not depend on what the statement's snapshot sees, so concurrent runs trim exactly); no
+  change row: acti_store writes none for a run;
+* tags are a ``text[]`` with a GIN index (``@>``; acti_store keeps a row per tag in
+  ``agent_tags`` for the same job), the tools a bit mask; word search is a ``LIKE``
   on ``lower(name || '\\n' || description)`` with a ``pg_trgm`` GIN index on that expression.
   ``name`` and ``description`` use the ``"C"`` collation, so ``lower()`` folds ASCII only and
   ``ORDER BY name`` is byte order: exactly SQLite's ``LIKE`` and ``BINARY`` semantics. Word
   patterns contain no whitespace, so a match cannot straddle the newline between the two fields;
-* searches run unprepared so that every one gets a plan for its own patterns (a generic plan
-  cannot tell a selective word from ``%``);
+* reads (get, history, search, export) write nothing, as acti_store's; searches run unprepared
+  so that every one gets a plan for its own patterns (a generic plan cannot tell a selective word
+  from ``%``);
 * export reads one ``REPEATABLE READ`` snapshot through two server-side cursors (agents, and
-  every record in the same order), import and ``bulk_load`` use ``COPY`` in one transaction.
+  every record in the same order); import and ``bulk_load`` write, in one transaction, what
+  acti_store's ``bulk_put`` does: ``COPY`` of the agents, of a snapshot of each one's current
+  version (message ``imported``) and of the records, then the counter moved by the number of
+  agents, a ``created`` change per agent (``COPY``) and one ``pg_notify``.
 
 Its tables go in the schema the run selects (``options=-csearch_path=...`` in the URL); ``pg_trgm``
 is created once per database in ``public`` when missing (or used from wherever it is installed).
@@ -37,6 +52,8 @@ import psycopg
 from acti_store.documents import agent_document as acti_agent_document
 from acti_store.documents import history_document as acti_history_document
 from acti_store.models import AgentConfig, AgentUpdate, ExecutionRecord, SearchQuery
+from acti_store.tenancy import DEFAULT_TENANT
+from acti_store.versioning import IMPORT_MESSAGE
 
 from ..workload import BulkItem
 from . import Backend, Clock, Document, StoreSpec
@@ -49,115 +66,45 @@ from .plain import (
     read_export,
     tools_mask,
 )
+from .raw_psycopg_schema import (
+    AGENT_COLUMNS,
+    CONFIG_COLUMNS,
+    COPY_AGENTS,
+    COPY_CHANGES,
+    COPY_RECORDS,
+    COPY_VERSIONS,
+    COUNT_CHANGES,
+    CREATE,
+    CREATE_TRGM,
+    DDL_LOCK,
+    LAST_TABLE,
+    NOTIFY,
+    RECORD,
+    RECORD_COLUMNS,
+    TABLES,
+    TEXT,
+    TRGM_INDEX,
+    UPDATE,
+)
 
-#: Held (per database) while one process creates the tables, so that concurrent openers queue.
-DDL_LOCK: Final = 0x61637469_7073  # "actips"
-#: The text word search matches; the trigram index is on this very expression.
-TEXT: Final = "lower(name || E'\\n' || description)"
-TABLES: Final = (
-    """CREATE TABLE IF NOT EXISTS agents (
-        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-        name text COLLATE "C" NOT NULL UNIQUE,
-        description text COLLATE "C" NOT NULL,
-        system_prompt text NOT NULL,
-        tools text[] NOT NULL,
-        tools_mask smallint NOT NULL,
-        model text NOT NULL,
-        stratum text,
-        tags text[] NOT NULL,
-        created_at timestamptz NOT NULL,
-        updated_at timestamptz NOT NULL,
-        last_executed_at timestamptz,
-        version integer NOT NULL,
-        builder text NOT NULL,
-        execution_count integer NOT NULL,
-        success_count integer NOT NULL,
-        error_count integer NOT NULL,
-        total_executions integer NOT NULL
-    )""",
-    # One index per sort, the name tie-breaker included: ORDER BY ... LIMIT walks it.
-    "CREATE INDEX IF NOT EXISTS agents_created ON agents (created_at DESC, name)",
-    "CREATE INDEX IF NOT EXISTS agents_updated ON agents (updated_at DESC, name)",
-    "CREATE INDEX IF NOT EXISTS agents_runs ON agents (execution_count DESC, name)",
-    # Filter + sort: a stratum holds ~20% of the agents, read in name order straight from here.
-    "CREATE INDEX IF NOT EXISTS agents_stratum ON agents (stratum, name)",
-    "CREATE INDEX IF NOT EXISTS agents_tags ON agents USING gin (tags)",
-    """CREATE TABLE IF NOT EXISTS executions (
-        agent_id bigint NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
-        seq integer NOT NULL,
-        execution_id text NOT NULL,
-        timestamp timestamptz NOT NULL,
-        task text NOT NULL,
-        result_summary text NOT NULL,
-        success boolean NOT NULL,
-        duration_seconds double precision NOT NULL,
-        tool_calls_count integer NOT NULL,
-        error_type text,
-        PRIMARY KEY (agent_id, seq)
-    )""",
-)
-CREATE_TRGM: Final = "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public"
-TRGM_INDEX: Final = "CREATE INDEX IF NOT EXISTS agents_text ON agents USING gin ({text} {ops})"
+#: The tenant every row belongs to: acti_store's when none is given.
+TENANT: Final = DEFAULT_TENANT
+CONFIG: Final = [c.strip() for c in CONFIG_COLUMNS.split(",")]
+RECORD_FIELDS: Final = [c.strip() for c in RECORD_COLUMNS.split(",")]
 
-AGENT_COLUMNS: Final = (
-    "name, description, system_prompt, tools, model, stratum, tags, created_at, updated_at, "
-    "last_executed_at, version, builder, execution_count, success_count, error_count"
-)
-RECORD_COLUMNS: Final = (
-    "execution_id, timestamp, task, result_summary, success, duration_seconds, "
-    "tool_calls_count, error_type"
-)
-COPY_AGENTS: Final = (
-    "COPY agents (id, name, description, system_prompt, tools, tools_mask, model, stratum, tags, "
-    "created_at, updated_at, last_executed_at, version, builder, execution_count, success_count, "
-    "error_count, total_executions) FROM STDIN"
-)
-COPY_RECORDS: Final = f"COPY executions (agent_id, seq, {RECORD_COLUMNS}) FROM STDIN"
-INSERT_AGENT: Final = (
-    "INSERT INTO agents (name, description, system_prompt, tools, tools_mask, model, stratum, "
-    "tags, created_at, updated_at, last_executed_at, version, builder, execution_count, "
-    "success_count, error_count, total_executions) "
-    f"VALUES ({', '.join(['%s'] * 17)})"
-)
-GET: Final = f"SELECT {AGENT_COLUMNS} FROM agents WHERE name = %s"
-UPDATE: Final = (
-    "UPDATE agents SET description = COALESCE(%s::text, description), "
-    "system_prompt = COALESCE(%s::text, system_prompt), tools = COALESCE(%s::text[], tools), "
-    "tools_mask = COALESCE(%s::smallint, tools_mask), model = COALESCE(%s::text, model), "
-    "stratum = COALESCE(%s::text, stratum), tags = COALESCE(%s::text[], tags), "
-    "updated_at = %s, version = version + 1 "
-    f"WHERE name = %s RETURNING {AGENT_COLUMNS}"
-)
-RECORD: Final = f"""
-WITH bumped AS (
-    UPDATE agents SET execution_count = execution_count + 1,
-        total_executions = total_executions + 1,
-        success_count = success_count + %(ok)s::integer,
-        error_count = error_count + %(failed)s::integer,
-        last_executed_at = GREATEST(last_executed_at, %(at)s::timestamptz)
-    WHERE name = %(name)s
-    RETURNING id, total_executions
-), inserted AS (
-    INSERT INTO executions (agent_id, seq, {RECORD_COLUMNS})
-    SELECT id, total_executions, %(execution_id)s, %(at)s, %(task)s, %(result_summary)s,
-        %(success)s, %(duration_seconds)s::double precision, %(tool_calls_count)s::integer,
-        %(error_type)s::text
-    FROM bumped
-), trimmed AS (
-    DELETE FROM executions e USING bumped b
-    WHERE e.agent_id = b.id AND e.seq <= b.total_executions - {HISTORY_MAX}
-)
-SELECT id FROM bumped"""
+GET: Final = f"SELECT {AGENT_COLUMNS} FROM agents WHERE tenant = %s AND name = %s"
 HISTORY: Final = (
     "SELECT a.total_executions, "
-    + ", ".join(f"e.{c.strip()}" for c in RECORD_COLUMNS.split(","))
+    + ", ".join(f"e.{c}" for c in RECORD_FIELDS)
     + " FROM agents a LEFT JOIN LATERAL (SELECT * FROM executions x WHERE x.agent_id = a.id "
-    "ORDER BY x.seq DESC LIMIT %s) e ON true WHERE a.name = %s ORDER BY e.seq DESC"
+    "ORDER BY x.seq DESC LIMIT %s) e ON true WHERE a.tenant = %s AND a.name = %s "
+    "ORDER BY e.seq DESC"
 )
 EXPORT_RECORDS: Final = (
     "SELECT e.agent_id, "
-    + ", ".join(f"e.{c.strip()}" for c in RECORD_COLUMNS.split(","))
-    + " FROM executions e JOIN agents a ON a.id = e.agent_id ORDER BY a.name, e.seq DESC"
+    + ", ".join(f"e.{c}" for c in RECORD_FIELDS)
+    + " FROM executions e JOIN agents a ON a.id = e.agent_id WHERE a.tenant = %s "
+    "ORDER BY a.name, e.seq DESC"
 )
 SORTS: Final = {
     "name": "name",
@@ -248,7 +195,8 @@ class RawPsycopgBackend(Backend):
 
     def _ensure_tables(self) -> None:
         db = self._db
-        found = db.execute("SELECT to_regclass('executions') IS NOT NULL", prepare=False).fetchone()
+        found = db.execute("SELECT to_regclass(%s) IS NOT NULL", (LAST_TABLE,), prepare=False)
+        found = found.fetchone()
         if found and found[0]:
             return
         with db.transaction():
@@ -281,11 +229,11 @@ class RawPsycopgBackend(Backend):
 
     def create(self, config: AgentConfig) -> Document:
         doc = new_agent_document(config, iso(self.clock()))
-        self._db.execute(INSERT_AGENT, _agent_values(doc, 0))
+        self._db.execute(CREATE, (TENANT, *_agent_values(doc, 0)))
         return doc
 
     def get(self, name: str) -> Document:
-        found = self._db.execute(GET, (name,)).fetchone()
+        found = self._db.execute(GET, (TENANT, name)).fetchone()
         if found is None:
             raise KeyError(name)
         return _agent(found)
@@ -296,25 +244,26 @@ class RawPsycopgBackend(Backend):
         tags = fields.get("tags")
         row = self._db.execute(
             UPDATE,
-            (
-                fields.get("description"),
-                fields.get("system_prompt"),
-                None if tools is None else list(tools),
-                None if tools is None else tools_mask(tools),
-                fields.get("model"),
-                fields.get("stratum"),
-                None if tags is None else list(tags),
-                self.clock(),
-                name,
-            ),
+            {
+                "description": fields.get("description"),
+                "system_prompt": fields.get("system_prompt"),
+                "tools": None if tools is None else list(tools),
+                "tools_mask": None if tools is None else tools_mask(tools),
+                "model": fields.get("model"),
+                "stratum": fields.get("stratum"),
+                "tags": None if tags is None else list(tags),
+                "at": self.clock(),
+                "tenant": TENANT,
+                "name": name,
+            },
         ).fetchone()
         if row is None:
             raise KeyError(name)
         return _agent(row)
 
     def search(self, query: SearchQuery) -> list[Document]:
-        where: list[str] = []
-        params: list[Any] = []
+        where = ["tenant = %s"]
+        params: list[Any] = [TENANT]
         if query.query:
             for word in query.query.lower().split():
                 where.append(f"{TEXT} LIKE %s")
@@ -337,9 +286,7 @@ class RawPsycopgBackend(Backend):
         if query.min_executions is not None:
             where.append("execution_count >= %s")
             params.append(query.min_executions)
-        sql = f"SELECT {AGENT_COLUMNS} FROM agents"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql = f"SELECT {AGENT_COLUMNS} FROM agents WHERE " + " AND ".join(where)
         sql += f" ORDER BY {SORTS[query.sort_by]} LIMIT %s"
         params.append(query.limit)
         return [_agent(row) for row in self._db.execute(sql, params, prepare=False)]
@@ -351,6 +298,7 @@ class RawPsycopgBackend(Backend):
                 "ok": int(record.success),
                 "failed": int(not record.success),
                 "at": record.timestamp,
+                "tenant": TENANT,
                 "name": name,
                 "execution_id": record.execution_id,
                 "task": record.task,
@@ -365,7 +313,7 @@ class RawPsycopgBackend(Backend):
             raise KeyError(name)
 
     def get_history(self, name: str, limit: int) -> Document:
-        rows = self._db.execute(HISTORY, (limit, name)).fetchall()
+        rows = self._db.execute(HISTORY, (limit, TENANT, name)).fetchall()
         if not rows:
             raise KeyError(name)
         return {
@@ -383,11 +331,13 @@ class RawPsycopgBackend(Backend):
             agents = db.cursor(name="export_agents")
             agents.itersize = 2_000
             agents.execute(
-                f"SELECT id, total_executions, {AGENT_COLUMNS} FROM agents ORDER BY name"
+                f"SELECT id, total_executions, {AGENT_COLUMNS} FROM agents WHERE tenant = %s "
+                "ORDER BY name",
+                (TENANT,),
             )
             records = db.cursor(name="export_records")
             records.itersize = 5_000
-            records.execute(EXPORT_RECORDS)
+            records.execute(EXPORT_RECORDS, (TENANT,))
             pending = next(records, None)
             for row in agents:
                 doc = _agent(row[2:])
@@ -414,7 +364,9 @@ class RawPsycopgBackend(Backend):
     def import_all(self, directory: Path) -> str:
         items = list(read_export(directory))
         self._copy_in(items)
-        return "hand-written: json.loads + COPY agents, COPY records, one transaction"
+        return (
+            "hand-written: json.loads + COPY agents, snapshots, records, changes; one transaction"
+        )
 
     def bulk_load(self, items: Sequence[BulkItem]) -> None:
         self._copy_in(
@@ -438,27 +390,32 @@ class RawPsycopgBackend(Backend):
             with cur.copy(COPY_AGENTS) as copy:
                 for agent_id, (doc, history) in zip(ids, items, strict=True):
                     total = history["total_executions"] if history else None
-                    copy.write_row((agent_id, *_agent_values(doc, total)))
+                    copy.write_row((agent_id, TENANT, *_agent_values(doc, total)))
+            with cur.copy(COPY_VERSIONS) as copy:  # each agent's current version, as imported
+                for agent_id, (doc, _) in zip(ids, items, strict=True):
+                    meta = doc["_metadata"]
+                    config = [doc[c] for c in CONFIG]
+                    row = (agent_id, meta["version"], TENANT, *config, meta["updated_at"])
+                    copy.write_row((*row, IMPORT_MESSAGE))
             with cur.copy(COPY_RECORDS) as copy:
-                for agent_id, (_, history) in zip(ids, items, strict=True):
+                for agent_id, (doc, history) in zip(ids, items, strict=True):
                     if not history:
                         continue
                     total = history["total_executions"]
                     for i, r in enumerate(history["executions"][:HISTORY_MAX]):
-                        copy.write_row(
-                            (
-                                agent_id,
-                                total - i,
-                                r["execution_id"],
-                                r["timestamp"],
-                                r["task"],
-                                r["result_summary"],
-                                r["success"],
-                                r["duration_seconds"],
-                                r["tool_calls_count"],
-                                r["error_type"],
-                            )
-                        )
+                        fields = [r[c] for c in RECORD_FIELDS]
+                        copy.write_row((agent_id, total - i, TENANT, doc["name"], None, *fields))
+            # The feed, last (the counter's row lock is held until the commit): one "created"
+            # change per agent, numbered after the tenant's last, and the listeners woken.
+            cur.execute(COUNT_CHANGES, (TENANT, len(items)))
+            last = cur.fetchone()
+            assert last is not None
+            first, at = last[0] - len(items), self.clock()
+            with cur.copy(COPY_CHANGES) as copy:
+                for k, (doc, _) in enumerate(items, 1):
+                    version = doc["_metadata"]["version"]
+                    copy.write_row((TENANT, first + k, "created", doc["name"], version, at))
+            cur.execute(NOTIFY, (TENANT,))
 
     def agent_document(self, result: object) -> Document:
         assert isinstance(result, dict)
