@@ -1,29 +1,41 @@
 """The practical limit on MariaDB: the same operations in hand-written SQL on pymysql.
 
 Same semantics as ``raw_sqlite`` (the reference every answer is compared with), on the driver
-acti_store uses there (pymysql), without SQLAlchemy:
+acti_store uses there (pymysql), without SQLAlchemy, writing the rows acti_store writes (its
+tables, as ``raw_pymysql_schema`` spells them, every one with acti_store's default tenant):
 
-* one connection, kept open, in autocommit mode, with ``CLIENT.MULTI_STATEMENTS``: every operation
-  is **one round trip** and at most one commit. ``create``, ``get``, ``history read`` and
-  ``search`` are one statement each. MariaDB has no ``UPDATE ... RETURNING`` and no data-modifying
-  CTE, so the writes that need more than one statement send them together, as one
-  ``START TRANSACTION; ...; COMMIT`` batch (one packet, one commit):
-  ``update`` is ``UPDATE ... SET f = COALESCE(%s, f)`` then the row read back under its lock;
-  ``record_execution`` bumps the counters, inserts the record numbered with the new total
-  (``seq``, read under the row lock the UPDATE took) and trims the FIFO with
-  ``seq <= total - 50``. pymysql interpolates parameters on the client (it has no server-side
-  prepared statements), as it does for acti_store;
-* tables in ``utf8mb4`` with the ``utf8mb4_bin`` collation (names compare and sort by code
-  point, which is UTF-8's byte order: SQLite's ``BINARY``), timestamps ``DATETIME(6)`` in UTC
-  (the session's time zone is ``+00:00``), tools a bit mask, tags a JSON array tested with
-  ``JSON_CONTAINS`` per row (MariaDB has no array type and no multi-valued index; a tags table
-  would make ``create`` two statements), an index per sort with its name tie-breaker and
-  ``(stratum, name)``. Word search is ``LOWER(name) LIKE ... OR LOWER(description) LIKE ...``,
-  as acti_store's, which scans (MariaDB has no trigram index; ``FULLTEXT`` finds words, not
-  substrings);
-* export reads one ``WITH CONSISTENT SNAPSHOT`` transaction a page of agents at a time (by name)
-  with that page's records; import and ``bulk_load`` are multi-row ``INSERT``s (pymysql's
-  ``executemany``) in one transaction, ids given by the client.
+* ``create``: the agent (tenant first in its unique name and its sort indexes), its tags
+  (``agent_tags``), its name and description's trigrams (``agent_trigrams``: acti_store's
+  trigger, as one ``INSERT IGNORE ... SELECT`` over ``seq_1_to_600``), the snapshot of its
+  configuration as of version 1 (``agent_versions``), the tenant's change counter moved
+  (``agent_change_counters``, upserted) and a ``created`` change numbered with it
+  (``agent_changes``);
+* ``update``: ``UPDATE ... SET f = COALESCE(%s, f), version = version + 1``, its tags replaced when
+  given, its trigrams re-indexed when a description is given (acti_store's trigger: when name
+  or description differ), the new version's snapshot, the counter and an ``updated`` change,
+  then the row read back under its lock;
+* ``record_execution``: the agent's counters, the record (numbered with the new total, ``seq``,
+  read under the row lock the UPDATE took; with the agent's name, version and tenant), the
+  version's run counters (``agent_version_stats``: runs, successes, errors, total duration,
+  last run; ``INSERT ... ON DUPLICATE KEY UPDATE``), the FIFO trimmed (``seq <= total - 50``);
+* ``get``, ``history read``, ``search``, export: reads, scoped to the tenant; search tests tags
+  with ``EXISTS`` in ``agent_tags`` (as acti_store), words with ``LOWER(name) LIKE ... OR
+  LOWER(description) LIKE ...`` (a scan: it does not probe the trigrams acti_store probes);
+* import and ``bulk_load``: multi-row ``INSERT``s (pymysql's ``executemany``) in one
+  transaction, ids given by the client: agents, tags, trigrams, an ``imported`` snapshot each,
+  records (no version, as acti_store's ``bulk_put``), the counter moved by their number and a
+  ``created`` change each.
+
+Round trips: one connection, kept open, in autocommit mode, with ``CLIENT.MULTI_STATEMENTS``.
+``get``, ``history read`` and ``search`` are one statement each. MariaDB has no ``UPDATE ...
+RETURNING`` and no data-modifying CTE, so each write sends its statements together as one
+``START TRANSACTION; ...; COMMIT`` batch: **one round trip and one commit** per operation, the
+practical limit for acti_store's several statements and round trips in one transaction.
+pymysql interpolates parameters on the client (it has no server-side prepared statements), as it
+does for acti_store. Tables in ``utf8mb4`` with the ``utf8mb4_bin`` collation (names compare and
+sort by code point, which is UTF-8's byte order: SQLite's ``BINARY``), timestamps ``DATETIME(6)``
+in UTC (the session's time zone is ``+00:00``), tools a bit mask. Export reads one ``WITH
+CONSISTENT SNAPSHOT`` transaction a page of agents at a time (by name) with that page's records.
 
 The tables go in the database of the URL (the benchmark creates one per store). Durability is the
 server's (``innodb_flush_log_at_trx_commit``), as for acti_store.
@@ -56,115 +68,26 @@ from .plain import (
     read_export,
     tools_mask,
 )
-
-TABLE_OPTIONS: Final = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
-TABLES: Final = (
-    f"""CREATE TABLE IF NOT EXISTS agents (
-        id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-        name VARCHAR(64) NOT NULL,
-        description MEDIUMTEXT NOT NULL,
-        system_prompt MEDIUMTEXT NOT NULL,
-        tools TEXT NOT NULL,
-        tools_mask SMALLINT NOT NULL,
-        model VARCHAR(200) NOT NULL,
-        stratum VARCHAR(8),
-        tags TEXT NOT NULL,
-        created_at DATETIME(6) NOT NULL,
-        updated_at DATETIME(6) NOT NULL,
-        last_executed_at DATETIME(6),
-        version INT NOT NULL,
-        builder VARCHAR(200) NOT NULL,
-        execution_count BIGINT NOT NULL,
-        success_count BIGINT NOT NULL,
-        error_count BIGINT NOT NULL,
-        total_executions BIGINT NOT NULL,
-        UNIQUE KEY agents_name (name),
-        KEY agents_created (created_at DESC, name),
-        KEY agents_updated (updated_at DESC, name),
-        KEY agents_runs (execution_count DESC, name),
-        KEY agents_stratum (stratum, name)
-    ) {TABLE_OPTIONS}""",
-    f"""CREATE TABLE IF NOT EXISTS executions (
-        agent_id BIGINT NOT NULL,
-        seq BIGINT NOT NULL,
-        execution_id VARCHAR(64) NOT NULL,
-        timestamp DATETIME(6) NOT NULL,
-        task MEDIUMTEXT NOT NULL,
-        result_summary MEDIUMTEXT NOT NULL,
-        success BOOLEAN NOT NULL,
-        duration_seconds DOUBLE NOT NULL,
-        tool_calls_count INT NOT NULL,
-        error_type VARCHAR(100),
-        PRIMARY KEY (agent_id, seq),
-        CONSTRAINT executions_agent FOREIGN KEY (agent_id) REFERENCES agents (id)
-            ON DELETE CASCADE
-    ) {TABLE_OPTIONS}""",
+from .raw_pymysql_schema import (
+    AGENT_COLUMNS,
+    EXPORT_PAGE,
+    GET,
+    HISTORY,
+    INSERT_AGENT_COLUMNS,
+    INSERT_AGENT_WITH_ID,
+    INSERT_CHANGE,
+    INSERT_IMPORTED_VERSION,
+    INSERT_RECORD,
+    INSERT_TAG,
+    RECORD,
+    RECORD_COLUMNS,
+    SORTS,
+    TABLES,
+    TENANT,
+    create_sql,
+    trigrams_of,
+    update_sql,
 )
-
-AGENT_COLUMNS: Final = (
-    "name, description, system_prompt, tools, model, stratum, tags, created_at, updated_at, "
-    "last_executed_at, version, builder, execution_count, success_count, error_count"
-)
-RECORD_COLUMNS: Final = (
-    "execution_id, timestamp, task, result_summary, success, duration_seconds, "
-    "tool_calls_count, error_type"
-)
-_AGENT_INSERT_COLUMNS: Final = (
-    "name, description, system_prompt, tools, tools_mask, model, stratum, tags, created_at, "
-    "updated_at, last_executed_at, version, builder, execution_count, success_count, "
-    "error_count, total_executions"
-)
-INSERT_AGENT: Final = (
-    f"INSERT INTO agents ({_AGENT_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 17)})"
-)
-INSERT_AGENT_WITH_ID: Final = (
-    f"INSERT INTO agents (id, {_AGENT_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 18)})"
-)
-INSERT_RECORD: Final = (
-    f"INSERT INTO executions (agent_id, seq, {RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 10)})"
-)
-GET: Final = f"SELECT {AGENT_COLUMNS} FROM agents WHERE name = %(name)s"
-#: One round trip: the update and its row read back under the row lock, one commit.
-UPDATE: Final = (
-    "START TRANSACTION; "
-    "UPDATE agents SET description = COALESCE(%(description)s, description), "
-    "system_prompt = COALESCE(%(system_prompt)s, system_prompt), "
-    "tools = COALESCE(%(tools)s, tools), tools_mask = COALESCE(%(tools_mask)s, tools_mask), "
-    "model = COALESCE(%(model)s, model), stratum = COALESCE(%(stratum)s, stratum), "
-    "tags = COALESCE(%(tags)s, tags), updated_at = %(at)s, version = version + 1 "
-    "WHERE name = %(name)s; "
-    f"{GET}; COMMIT"
-)
-#: One round trip: counters bumped (the row lock orders concurrent runs of one agent), the
-#: record numbered with the new total, the FIFO trimmed, one commit.
-RECORD: Final = (
-    "START TRANSACTION; "
-    "UPDATE agents SET execution_count = execution_count + 1, "
-    "total_executions = total_executions + 1, success_count = success_count + %(ok)s, "
-    "error_count = error_count + %(failed)s, "
-    "last_executed_at = GREATEST(COALESCE(last_executed_at, %(at)s), %(at)s) "
-    "WHERE name = %(name)s; "
-    f"INSERT INTO executions (agent_id, seq, {RECORD_COLUMNS}) "
-    "SELECT id, total_executions, %(execution_id)s, %(at)s, %(task)s, %(result_summary)s, "
-    "%(success)s, %(duration_seconds)s, %(tool_calls_count)s, %(error_type)s "
-    "FROM agents WHERE name = %(name)s; "
-    "DELETE e FROM executions e JOIN agents a ON a.id = e.agent_id "
-    f"WHERE a.name = %(name)s AND e.seq <= a.total_executions - {HISTORY_MAX}; "
-    "COMMIT"
-)
-HISTORY: Final = (
-    "SELECT a.total_executions, "
-    + ", ".join(f"e.{c.strip()}" for c in RECORD_COLUMNS.split(","))
-    + " FROM agents a LEFT JOIN executions e ON e.agent_id = a.id WHERE a.name = %s "
-    "ORDER BY e.seq DESC LIMIT %s"
-)
-EXPORT_PAGE: Final = 2_000
-SORTS: Final = {
-    "name": "name",
-    "created_at": "created_at DESC, name",
-    "updated_at": "updated_at DESC, name",
-    "execution_count": "execution_count DESC, name",
-}
 
 
 def connect_args(url: str) -> dict[str, Any]:
@@ -229,7 +152,8 @@ def _record(row: Sequence[Any]) -> Document:
 
 
 def _agent_values(doc: Document, total: int | None) -> tuple[Any, ...]:
-    """The row of ``doc`` (``INSERT_AGENT``'s columns); ``total`` defaults to its run count."""
+    """The row of ``doc`` (``INSERT_AGENT_WITH_ID``'s columns but the id); ``total`` defaults to
+    its run count."""
     meta = doc["_metadata"]
     return (
         doc["name"],
@@ -249,7 +173,35 @@ def _agent_values(doc: Document, total: int | None) -> tuple[Any, ...]:
         meta["success_count"],
         meta["error_count"],
         meta["execution_count"] if total is None else total,
+        TENANT,
     )
+
+
+_AGENT_KEYS: Final = tuple(c.strip() for c in INSERT_AGENT_COLUMNS.split(","))
+
+
+def _records(agent_id: int, name: str, history: Document) -> list[tuple[Any, ...]]:
+    """``INSERT_RECORD``'s rows of an imported history (its newest ``HISTORY_MAX``; numbered
+    down from its total; no version, as acti_store's ``bulk_put`` writes them)."""
+    total = history["total_executions"]
+    return [
+        (
+            agent_id,
+            total - i,
+            TENANT,
+            name,
+            None,
+            r["execution_id"],
+            _text_time(r["timestamp"]),
+            r["task"],
+            r["result_summary"],
+            r["success"],
+            r["duration_seconds"],
+            r["tool_calls_count"],
+            r["error_type"],
+        )
+        for i, r in enumerate(history["executions"][:HISTORY_MAX])
+    ]
 
 
 def _escape_like(text: str) -> str:
@@ -290,13 +242,15 @@ class RawPymysqlBackend(Backend):
 
     def create(self, config: AgentConfig) -> Document:
         doc = new_agent_document(config, iso(self.clock()))
-        with self._db.cursor() as cur:
-            cur.execute(INSERT_AGENT, _agent_values(doc, 0))
+        params = dict(zip(_AGENT_KEYS, _agent_values(doc, 0), strict=True))
+        params.update({f"tag{i}": tag for i, tag in enumerate(doc["tags"])})
+        params.update(kind="created", at=params["created_at"])
+        self._batch(create_sql(len(doc["tags"])), params)
         return doc
 
     def get(self, name: str) -> Document:
         with self._db.cursor() as cur:
-            cur.execute(GET, {"name": name})
+            cur.execute(GET, {"tenant": TENANT, "name": name})
             found = cur.fetchone()
         if found is None:
             raise KeyError(name)
@@ -306,9 +260,11 @@ class RawPymysqlBackend(Backend):
         fields = changes.changes()
         tools = fields.get("tools")
         tags = fields.get("tags")
+        params = {f"tag{i}": tag for i, tag in enumerate(tags or ())}
         results = self._batch(
-            UPDATE,
-            {
+            update_sql(None if tags is None else len(tags), "description" in fields),
+            params
+            | {
                 "description": fields.get("description"),
                 "system_prompt": fields.get("system_prompt"),
                 "tools": None if tools is None else json.dumps(list(tools)),
@@ -318,16 +274,18 @@ class RawPymysqlBackend(Backend):
                 "tags": None if tags is None else json.dumps(list(tags), ensure_ascii=False),
                 "at": _utc(self.clock()),
                 "name": name,
+                "tenant": TENANT,
+                "kind": "updated",
             },
         )
-        rows = results[2][1]  # START TRANSACTION, UPDATE, SELECT, COMMIT
+        rows = results[-2][1]  # ..., the SELECT, COMMIT
         if not rows:
             raise KeyError(name)
         return _agent(rows[0])
 
     def search(self, query: SearchQuery) -> list[Document]:
-        where: list[str] = []
-        params: list[Any] = []
+        where: list[str] = ["tenant = %s"]
+        params: list[Any] = [TENANT]
         if query.query:
             for word in query.query.lower().split():
                 where.append("(LOWER(name) LIKE %s OR LOWER(description) LIKE %s)")
@@ -339,9 +297,11 @@ class RawPymysqlBackend(Backend):
         if query.tools:
             where.append("tools_mask IN %s")
             params.append(tuple(masks_containing(query.tools)))
-        if query.tags:
-            where.append("JSON_CONTAINS(tags, %s)")
-            params.append(json.dumps(list(query.tags), ensure_ascii=False))
+        for tag in query.tags or ():
+            where.append(
+                "EXISTS (SELECT 1 FROM agent_tags t WHERE t.agent_id = agents.id AND t.tag = %s)"
+            )
+            params.append(tag)
         if query.created_after is not None:
             where.append("created_at >= %s")
             params.append(_utc(query.created_after))
@@ -351,9 +311,7 @@ class RawPymysqlBackend(Backend):
         if query.min_executions is not None:
             where.append("execution_count >= %s")
             params.append(query.min_executions)
-        sql = f"SELECT {AGENT_COLUMNS} FROM agents"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql = f"SELECT {AGENT_COLUMNS} FROM agents WHERE " + " AND ".join(where)
         sql += f" ORDER BY {SORTS[query.sort_by]} LIMIT %s"
         params.append(query.limit)
         with self._db.cursor() as cur:
@@ -368,6 +326,7 @@ class RawPymysqlBackend(Backend):
                 "failed": int(not record.success),
                 "at": _utc(record.timestamp),
                 "name": name,
+                "tenant": TENANT,
                 "execution_id": record.execution_id,
                 "task": record.task,
                 "result_summary": record.result_summary,
@@ -382,7 +341,7 @@ class RawPymysqlBackend(Backend):
 
     def get_history(self, name: str, limit: int) -> Document:
         with self._db.cursor() as cur:
-            cur.execute(HISTORY, (name, limit))
+            cur.execute(HISTORY, (TENANT, name, limit))
             rows = cur.fetchall()
         if not rows:
             raise KeyError(name)
@@ -403,8 +362,8 @@ class RawPymysqlBackend(Backend):
                 while True:
                     cur.execute(
                         f"SELECT id, total_executions, {AGENT_COLUMNS} FROM agents "
-                        f"WHERE name > %s ORDER BY name LIMIT {EXPORT_PAGE}",
-                        (last,),
+                        f"WHERE tenant = %s AND name > %s ORDER BY name LIMIT {EXPORT_PAGE}",
+                        (TENANT, last),
                     )
                     agents = cur.fetchall()
                     if not agents:
@@ -458,42 +417,52 @@ class RawPymysqlBackend(Backend):
             cur.fetchall()
 
     def _insert_all(self, items: Sequence[tuple[Document, Document | None]]) -> None:
+        """The agents with their tags, trigrams, snapshots (``imported``), records and one
+        ``created`` change each, numbered from the tenant's counter: one transaction."""
         db = self._db
         db.begin()
         try:
             with db.cursor() as cur:
                 cur.execute("SELECT COALESCE(MAX(id), 0) FROM agents FOR UPDATE")
                 first = cur.fetchone()[0] + 1
-                agents, records = [], []
+                agents, tags, records = [], [], []
                 for agent_id, (doc, history) in enumerate(items, start=first):
                     total = history["total_executions"] if history else None
                     agents.append((agent_id, *_agent_values(doc, total)))
-                    if not history:
-                        continue
-                    total = history["total_executions"]
-                    for i, r in enumerate(history["executions"][:HISTORY_MAX]):
-                        records.append(
-                            (
-                                agent_id,
-                                total - i,
-                                r["execution_id"],
-                                _text_time(r["timestamp"]),
-                                r["task"],
-                                r["result_summary"],
-                                r["success"],
-                                r["duration_seconds"],
-                                r["tool_calls_count"],
-                                r["error_type"],
-                            )
-                        )
-                if agents:
-                    cur.executemany(INSERT_AGENT_WITH_ID, agents)
+                    tags += [(tag, agent_id, TENANT) for tag in doc["tags"]]
+                    if history:
+                        records += _records(agent_id, doc["name"], history)
+                if not agents:
+                    db.commit()
+                    return
+                cur.executemany(INSERT_AGENT_WITH_ID, agents)
+                if tags:
+                    cur.executemany(INSERT_TAG, tags)
+                cur.execute(trigrams_of("a.tenant = %s AND a.id >= %s"), (TENANT, first))
+                cur.execute(INSERT_IMPORTED_VERSION, (TENANT, first))
                 if records:
                     cur.executemany(INSERT_RECORD, records)
+                self._changes(cur, [(doc["name"], doc["_metadata"]["version"]) for doc, _ in items])
             db.commit()
         except BaseException:
             db.rollback()
             raise
+
+    def _changes(self, cur: Any, agents: Sequence[tuple[str, int]]) -> None:
+        """A ``created`` change per agent ``(name, version)``, numbered from the tenant's
+        counter (moved by their number under its row lock)."""
+        cur.execute(
+            "INSERT INTO agent_change_counters (tenant, last_seq, pruned_through) "
+            "VALUES (%s, %s, 0) ON DUPLICATE KEY UPDATE last_seq = last_seq + VALUES(last_seq)",
+            (TENANT, len(agents)),
+        )
+        cur.execute("SELECT last_seq FROM agent_change_counters WHERE tenant = %s", (TENANT,))
+        start = cur.fetchone()[0] - len(agents) + 1
+        at = _utc(self.clock())
+        cur.executemany(
+            INSERT_CHANGE,
+            [(TENANT, seq, name, v, at) for seq, (name, v) in enumerate(agents, start)],
+        )
 
     def agent_document(self, result: object) -> Document:
         assert isinstance(result, dict)
