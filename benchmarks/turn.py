@@ -364,29 +364,29 @@ def render(rows: list[dict[str, Any]], seconds: float) -> str:
 
 
 def chart(rows: list[dict[str, Any]], path: Path) -> None:
+    """Stacked bars per engine, a panel per concurrency: the store's median ms, the rest."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"{r['engine']}\n{r['concurrent']} at once" for r in rows]
-    store = [r["store_ms"]["median"] for r in rows]
-    rest = [max(0.0, r["wall_ms"]["median"] - s) for r, s in zip(rows, store, strict=True)]
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4.5))
-    ax.bar(labels, store, label="store (median ms)", color="tab:red")
-    ax.bar(labels, rest, bottom=store, label="rest of the turn (median ms)", color="tab:gray")
-    for i, r in enumerate(rows):
-        top = store[i] + rest[i]
-        ax.annotate(
-            f"{store[i]:.2f} ms\n{r['store_percent']['median']:.1f}%",
-            (i, top),
-            ha="center",
-            va="bottom",
-            fontsize=8,
-        )
-    ax.set_ylabel("ms per turn (median)")
-    ax.set_title("One agent turn: the store's time vs the rest")
-    ax.legend(loc="upper left", fontsize=8)
+    levels = sorted({r["concurrent"] for r in rows})
+    fig, axes = plt.subplots(1, len(levels), figsize=(5 * len(levels), 4.5), squeeze=False)
+    for ax, level in zip(axes[0], levels, strict=True):
+        cells = [r for r in rows if r["concurrent"] == level]
+        names = [r["engine"].removeprefix("acti_store[").rstrip("]") for r in cells]
+        store = [r["store_ms"]["median"] for r in cells]
+        rest = [max(0.0, r["wall_ms"]["median"] - s) for r, s in zip(cells, store, strict=True)]
+        ax.bar(names, store, label="store", color="tab:red")
+        ax.bar(names, rest, bottom=store, label="rest of the turn", color="tab:gray")
+        for i, r in enumerate(cells):
+            note = f"store {store[i]:.2f} ms\n{r['store_percent']['median']:.1f}%"
+            ax.annotate(note, (i, store[i] + rest[i]), ha="center", va="bottom", fontsize=8)
+        ax.set_title(f"{level} turn{'s' if level > 1 else ''} at once")
+        ax.set_ylabel("ms per turn (median)")
+        ax.set_ylim(0, 1.2 * max(s + r for s, r in zip(store, rest, strict=True)))
+        ax.legend(loc="lower right", fontsize=8)
+    fig.suptitle("One agent turn: the store's time vs the rest (medians)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
