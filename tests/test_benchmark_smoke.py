@@ -159,3 +159,27 @@ def test_warm_runs_benchmark_runs_and_counts_server_starts(tmp_path: Path) -> No
     ]
     for row in rows:
         assert row["overhead"]["median"] > 0 and row["connect"]["median"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_turn_benchmark_times_the_store_per_turn(tmp_path: Path) -> None:
+    """``benchmarks.turn`` at a tiny size on SQLite: one turn after another and 2 at once, each
+    turn's store time measured (positive, a share of the turn) and its repository calls listed,
+    the run's record among them."""
+    out = tmp_path / "turn"
+    command = [sys.executable, "-m", "benchmarks.turn", "--turns", "5", "--concurrent", "2"]
+    command += ["--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.with_suffix(".json").read_text())["results"]
+    assert [(row["engine"], row["concurrent"]) for row in rows] == [
+        ("acti_store[sqlite]", 1),
+        ("acti_store[sqlite]", 2),
+    ]
+    for row in rows:
+        assert row["store_ms"]["median"] > 0 and row["store_ms"]["p90"] > 0
+        assert 0 < row["store_percent"]["median"] < 100
+        assert row["store_calls_per_turn"] >= 1
+        assert any(call.endswith("record_execution") for call in row["calls_of_a_turn"])
+    assert out.with_suffix(".txt").exists() and out.with_suffix(".png").exists()
