@@ -336,7 +336,7 @@ class AgentMetadata(_Model):
     updated_at: UtcDatetime
     last_executed_at: UtcDatetime | None = None
     version: int = Field(default=1, ge=1, le=COUNTER_MAX)
-    builder: str = Field(default=BUILDER, max_length=200)
+    builder: Annotated[str, AfterValidator(_no_nul)] = Field(default=BUILDER, max_length=200)
     execution_count: int = Field(default=0, ge=0, le=COUNTER_MAX)
     success_count: int = Field(default=0, ge=0, le=COUNTER_MAX)
     error_count: int = Field(default=0, ge=0, le=COUNTER_MAX)

@@ -2,7 +2,7 @@
 
 The loop an application runs per turn: resolve the production configuration from a
 ``ConfigCache`` (``cache.get(name, label="production")``, from memory while the change feed says
-it is unchanged), then run that version (``AgentRunner.run(name, task, version=...)``) with an
+it is unchanged), then run that version (``AgentRunner.run(version, task)``: no read) with an
 instant scripted model (one tool call to the MCP server, then the answer) and ONE warm MCP server
 over stdio (``tests/mcp_servers/crm_server.py``, ``keep_servers``: it stays up between turns);
 the runner records the run (its history record and counters) as usual. Turns go one after another
@@ -202,7 +202,7 @@ async def one_turn(cache: ConfigCache, runner: AgentRunner) -> Turn:
         finally:
             _in_cache.reset(inside)
         turn.entries.append(("ConfigCache.get", _ms(began), True))
-        report = await runner.run(AGENT, TASK, version=version.version, timeout=TIMEOUT)
+        report = await runner.run(version, TASK, timeout=TIMEOUT)
     finally:
         _turn.reset(token)
     turn.wall_ms = _ms(began)

@@ -767,6 +767,11 @@ def test_import_reports_hostile_files_and_reads_nothing_outside(
         "huge.json": b'{"name": "' + b"x" * (9 * 1024 * 1024) + b'"}',
         "binary.json": bytes(range(256)),
         "nul.json": json.dumps(AGENT_DOCUMENT | {"description": "nul \x00 in text"}).encode(),
+        "nul_builder.json": json.dumps(
+            AGENT_DOCUMENT
+            | {"name": "nul_builder"}
+            | {"_metadata": AGENT_DOCUMENT["_metadata"] | {"builder": "\x00"}}
+        ).encode(),
         "surrogate.json": json.dumps(
             AGENT_DOCUMENT | {"name": "surrogate", "description": "\ud800"}
         ).encode(),

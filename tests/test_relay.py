@@ -157,6 +157,12 @@ def checkpoint(url: str) -> int | None:
         return repo.checkpoint(RELAY)
 
 
+def printed_last(stdout: Path) -> int | None:
+    """The seq of the last change line the relay printed so far."""
+    lines = stdout.read_text().splitlines()
+    return int(lines[-1].split()[0]) if lines else None
+
+
 def flaky(request: int) -> int | None:
     """Every third request: 503; the fifth: a dropped connection; the rest: 200 (some 204)."""
     if request == 5:
@@ -186,9 +192,9 @@ def test_every_change_arrives_in_order_across_a_kill(store_url: str, tmp_path: P
             with open_repository(store_url) as repo:
                 seqs = [c.seq for c in repo.changes(limit=1000)]
             assert len(seqs) >= 32
-            wait_for(
-                lambda: checkpoint(store_url) == seqs[-1],
-                "the last seq's checkpoint",
+            wait_for(  # the relay saves its position, then prints the change's line
+                lambda: checkpoint(store_url) == seqs[-1] == printed_last(tmp_path / "stdout2"),
+                "the last seq's checkpoint and line",
                 second,
                 tmp_path / "stderr2",
             )

@@ -27,10 +27,9 @@ package), building the graph (``create_deep_agent`` compiles it), starting stdio
 Credentials reach only their own category's server, and their values are scrubbed from every text,
 artifact, history record and log line.
 
-The parts a run uses live beside this module: ``redaction`` (the ``Scrubber``), ``servers`` (the
-``ServerPool``) and ``stdio`` (its stdio transport), ``pool`` (warm sessions), ``gate`` (the
-``ToolGate`` middleware), ``background`` (the runs' loop), ``outcome`` (the run's state and
-report), ``texts`` and ``results``.
+Beside this module: ``redaction`` (``Scrubber``), ``servers`` (``ServerPool``), ``stdio``,
+``pool`` (warm sessions), ``gate`` (``ToolGate``), ``background`` (the runs' loop), ``outcome``
+(the run's state and report), ``texts`` and ``results``.
 """
 
 from __future__ import annotations
@@ -103,11 +102,9 @@ class AgentRunner(KeepsServers):
 
     ``keep_servers``: seconds an MCP server stays up after the last run that used it (``None``,
     the default: each run starts its servers and stops them when it ends). Such a runner shares
-    its servers between runs, concurrent ones too (see ``pool``); close it (``async with``,
-    ``aclose()`` or ``close()``) to stop them.
-
-    ``calls``: how the error reports name what to do next: tool calls for the model
-    (``texts.TOOL_RUN_CALLS``, the default), ``acti-store`` commands (``texts.CLI_RUN_CALLS``).
+    its servers between runs, concurrent ones too (``pool``); close it (``async with``,
+    ``aclose()`` or ``close()``) to stop them. ``calls``: how the error reports name what to do
+    next: tool calls (``texts.TOOL_RUN_CALLS``, default) or commands (``texts.CLI_RUN_CALLS``).
     """
 
     def __init__(
@@ -171,20 +168,17 @@ class AgentRunner(KeepsServers):
         """Run ``task`` with ``agent`` and its MCP tools; return the contract's report.
 
         Raises ``ValueError`` (pydantic's ``ValidationError``) only for arguments outside the
-        contract's ranges, checked by ``ExecutionRequest`` (callers validate those first); every
-        other problem is a report with ``success`` false.
-
-        The run goes on the runners' own event loop, in a background thread (``background``):
-        this coroutine only waits for it, so the caller's loop stays free however many runs go
-        on. Cancelling it cancels the run (its servers are stopped before it returns).
+        contract's ranges (``ExecutionRequest``); every other problem is a report with
+        ``success`` false. The run goes on the runners' own event loop, in a background thread
+        (``background``): the caller's loop stays free however many runs go on. Cancelling this
+        coroutine cancels the run (its servers are stopped before it returns).
 
         ``agent`` is the agent or its name; ``version`` pins the run to that saved version's
         configuration (``get_version``), ``label`` to the version the label sends ``key`` to
         (``resolve``: sticky per key on a split label, a draw by weight without a key), and the
-        run is counted for that version. An ``AgentVersion`` (what ``ConfigCache.get`` and
-        ``resolve`` return) runs that version, counted for it, with no read of the store.
-        Raises what ``get`` / ``get_version`` / ``resolve`` raise for a name, version or label
-        not found.
+        run is counted for that version. An ``AgentVersion`` (from ``ConfigCache.get`` or
+        ``resolve``) runs that version, counted for it, with no read of the store. Raises what
+        ``get`` / ``get_version`` / ``resolve`` raise for a name, version or label not found.
 
         On a store opened read-only, raises ``ReadOnlyStoreError`` before anything runs: a run
         is recorded in its agent's history, and its model calls and tool side effects cannot
@@ -224,12 +218,11 @@ class AgentRunner(KeepsServers):
         if version is None and label is None and key is None:
             return (agent if isinstance(agent, Agent) else repo.get(agent)), None
         name = agent if isinstance(agent, str) else agent.name
-        current = agent if isinstance(agent, Agent) else repo.get(name)
         if version is not None and key is not None:
             raise InvalidInputError(ARGUMENT, [("key", "routes by a label, not a version")])
         pinned = repo.resolve(name, label, key) if version is None else None
         saved = pinned or repo.get_version(name, version, label=label)
-        return Agent(**dict(saved.config), metadata=current.metadata), saved.version
+        return saved.config, saved.version
 
     async def _perform(
         self, agent: AgentConfig, request: ExecutionRequest, pinned: int | None = None
