@@ -68,7 +68,7 @@ _newest_first = agent_versions.c.version.desc()
 INSERT_VERSION: Final = Prepared(insert(agent_versions), columns=_SNAPSHOT_KEYS)
 
 
-def _snapshot_of(agent: ColumnElement[bool]) -> Prepared:
+def _snapshot_of(agent: ColumnElement[bool], planned_each_time: bool = False) -> Prepared:
     """The snapshot of the agent row ``agent`` selects, as its write left it, copied by the
     database (the configuration is not sent again): its version, made at its ``updated_at``,
     with ``message``."""
@@ -83,13 +83,14 @@ def _snapshot_of(agent: ColumnElement[bool]) -> Prepared:
                 bindparam("message", type_=Text()),
                 agents.c.tenant,
             ).where(agent),
-        )
+        ),
+        planned_each_time=planned_each_time,
     )
 
 
 SNAPSHOT_ROW: Final = _snapshot_of(agents.c.id == bindparam("agent_id"))
 #: The same, of the agent named ``name`` (a statement sent before its id is known).
-SNAPSHOT_OF_NAMED: Final = _snapshot_of(agents.c.name == bindparam("name"))
+SNAPSHOT_OF_NAMED: Final = _snapshot_of(agents.c.name == bindparam("name"), planned_each_time=True)
 VERSIONS: Final = Prepared(select(*_VERSION_COLUMNS).where(_of_agent).order_by(_newest_first))
 VERSIONS_LIMITED: Final = Prepared(
     select(*_VERSION_COLUMNS)

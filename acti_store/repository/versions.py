@@ -122,7 +122,8 @@ _TAG_OF_NAMED: Final = Prepared(
     insert(agent_tags).from_select(
         ["agent_id", "tag", TENANT],
         select(agents.c.id, bindparam("tag", type_=String()), agents.c.tenant).where(BY_NAME),
-    )
+    ),
+    planned_each_time=True,
 )
 
 
