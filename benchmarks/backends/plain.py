@@ -18,6 +18,15 @@ from acti_store.models import AgentConfig, ExecutionRecord
 
 BUILDER: Final = "acti-agent-builder"
 HISTORY_MAX: Final = 50
+#: An agent row as every raw store reads it, and an execution record: the columns, in order.
+AGENT_COLUMNS: Final = (
+    "name, description, system_prompt, tools, model, stratum, tags, created_at, updated_at, "
+    "last_executed_at, version, builder, execution_count, success_count, error_count"
+)
+RECORD_COLUMNS: Final = (
+    "execution_id, timestamp, task, result_summary, success, duration_seconds, "
+    "tool_calls_count, error_type"
+)
 TOOL_ORDER: Final = ("voice", "websearch", "calendar", "communication", "crm")
 TOOL_BITS: Final = {tool: 1 << i for i, tool in enumerate(TOOL_ORDER)}
 

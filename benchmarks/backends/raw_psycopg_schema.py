@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .plain import HISTORY_MAX
+from .plain import AGENT_COLUMNS, HISTORY_MAX, RECORD_COLUMNS
 
 #: Held (per database) while one process creates the tables, so that concurrent openers queue.
 DDL_LOCK: Final = 0x61637469_7073  # "actips"
@@ -119,14 +119,6 @@ TABLES: Final = (
 CREATE_TRGM: Final = "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public"
 TRGM_INDEX: Final = "CREATE INDEX IF NOT EXISTS agents_text ON agents USING gin ({text} {ops})"
 
-AGENT_COLUMNS: Final = (
-    "name, description, system_prompt, tools, model, stratum, tags, created_at, updated_at, "
-    "last_executed_at, version, builder, execution_count, success_count, error_count"
-)
-RECORD_COLUMNS: Final = (
-    "execution_id, timestamp, task, result_summary, success, duration_seconds, "
-    "tool_calls_count, error_type"
-)
 CONFIG_COLUMNS: Final = "description, system_prompt, tools, model, stratum, tags"
 COPY_AGENTS: Final = (
     "COPY agents (id, tenant, name, description, system_prompt, tools, tools_mask, model, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .plain import HISTORY_MAX
+from .plain import AGENT_COLUMNS, HISTORY_MAX, RECORD_COLUMNS
 
 #: acti_store's default tenant (``acti_store.tenancy.DEFAULT_TENANT``): no tenant given.
 TENANT: Final = "default"
@@ -125,14 +125,6 @@ TABLES: Final = (
     ) {TABLE_OPTIONS}""",
 )
 
-AGENT_COLUMNS: Final = (
-    "name, description, system_prompt, tools, model, stratum, tags, created_at, updated_at, "
-    "last_executed_at, version, builder, execution_count, success_count, error_count"
-)
-RECORD_COLUMNS: Final = (
-    "execution_id, timestamp, task, result_summary, success, duration_seconds, "
-    "tool_calls_count, error_type"
-)
 INSERT_AGENT_COLUMNS: Final = (
     "name, description, system_prompt, tools, tools_mask, model, stratum, tags, created_at, "
     "updated_at, last_executed_at, version, builder, execution_count, success_count, "
