@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Table, bindparam, insert
 from sqlalchemy.engine import Dialect
@@ -143,6 +143,10 @@ class Answer:
         if self.expected is not None and self.rowcount != self.expected:
             what = " ".join(compiled.sql.split()[:3])
             raise AssertionError(f"{what} ... changed {self.rowcount} rows, not {self.expected}")
+
+
+#: What a statement runs in when nothing about its preparing changes (``Cursor``).
+_AS_PREPARED: Final[AbstractContextManager[None]] = nullcontext()
 
 
 class Prepared:
@@ -372,13 +376,16 @@ class Cursor:
         with self._planned_each_time(prepared.planned_each_time):
             self._cursor.execute(compiled.sql, compiled.params(self._values(compiled, values)))
 
+    def _planned_each_time(self, unprepared: bool) -> AbstractContextManager[None]:
+        """With ``unprepared``, psycopg's prepare threshold (sync or async) off meanwhile; else
+        nothing (no generator made: every statement of every write passes here)."""
+        if not unprepared:
+            return _AS_PREPARED
+        threshold = getattr(self.driver, "prepare_threshold", None)
+        return _AS_PREPARED if threshold is None else self._threshold_off(threshold)
+
     @contextmanager
-    def _planned_each_time(self, unprepared: bool) -> Iterator[None]:
-        """With ``unprepared``, psycopg's prepare threshold (sync or async) off meanwhile."""
-        threshold = getattr(self.driver, "prepare_threshold", None) if unprepared else None
-        if threshold is None:
-            yield
-            return
+    def _threshold_off(self, threshold: int) -> Iterator[None]:
         self.driver.prepare_threshold = None
         try:
             yield

@@ -227,14 +227,21 @@ class MysqlTemplate:
         self.admin.dispose()
 
 
-@pytest.fixture(scope="session")
-def mysql_template() -> Iterator[MysqlTemplate]:
-    """The session's migrated MariaDB store, whose schema ``repo`` copies (``MysqlTemplate``)."""
-    template = MysqlTemplate()
+Template = TypeVar("Template", "MysqlTemplate", "PostgresTemplate")
+
+
+def _dropped_at_the_end(template: Template) -> Iterator[Template]:
+    """A session fixture's template, dropped when the session ends."""
     try:
         yield template
     finally:
         template.drop()
+
+
+@pytest.fixture(scope="session")
+def mysql_template() -> Iterator[MysqlTemplate]:
+    """The session's migrated MariaDB store, whose schema ``repo`` copies (``MysqlTemplate``)."""
+    yield from _dropped_at_the_end(MysqlTemplate())
 
 
 class SqliteTemplate:
@@ -308,11 +315,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplate:
 @pytest.fixture(scope="session")
 def postgres_template() -> Iterator[PostgresTemplate]:
     """The session's migrated PostgreSQL store, whose dump ``repo`` replays."""
-    template = PostgresTemplate()
-    try:
-        yield template
-    finally:
-        template.drop()
+    yield from _dropped_at_the_end(PostgresTemplate())
 
 
 _TEMPLATES = {

@@ -233,12 +233,15 @@ def _bound(
     index = engine.text_index
     words, ids, logged = _text_values(cursor, query.query, index)
     values |= _numbered("word", words) | _numbered("logged", logged)
+    id_parameters: int | None = None  # no id list
     if ids is not None and index is not None:
         if index.ids_as_json:
             values["ids"] = json.dumps(ids)
+            id_parameters = min(len(ids), 1)
         else:  # padded to a power of two with its last id: the same answer, fewer shapes
             ids = ids + ids[-1:] * ((1 << (len(ids) - 1).bit_length()) - len(ids))
             values |= _numbered("id", ids)
+            id_parameters = len(ids)
     shape = _Shape(
         stratum=query.stratum is not None,
         masks=len(masks),
@@ -247,7 +250,7 @@ def _bound(
         created_before=query.created_before is not None,
         min_executions=query.min_executions is not None,
         words=len(words),
-        ids=None if ids is None else min(len(ids), 1) if index and index.ids_as_json else len(ids),
+        ids=id_parameters,
         logged=len(logged),
     )
     return shape, values
