@@ -8,11 +8,13 @@ Runs in a database of its own, with roles of its own, both dropped at the end; s
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ import sqlalchemy as sa
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
 from fresh_database import fresh_postgres_database
 
-from acti_store import AgentNotFoundError, open_repository
+from acti_store import AgentNotFoundError, ExecutionRecord, open_repository
 
 pytestmark = [
     pytest.mark.postgresql,
@@ -144,3 +146,66 @@ def test_owner_migrates_and_app_role_is_held_to_its_tenant(roles: tuple[str, str
             assert conn.execute(sa.text(f"SELECT count(*) FROM {SCHEMA}.later")).scalar() == 1
     finally:
         engine.dispose()
+
+
+def test_app_role_imports_a_folder_with_histories(
+    roles: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """A role held to its tenant by row-level security imports through the CLI: PostgreSQL
+    refuses ``COPY FROM`` there, so the rows go by statement (the import failed as "the store is
+    unavailable" before)."""
+    url, owner, app = roles
+    migrated = subprocess.run(
+        [sys.executable, "-m", "acti_store", "--schema", SCHEMA, "migrate"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "ACTI_STORE_URL": with_user(url, owner)},
+    )
+    assert migrated.returncode == 0, migrated.stderr
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    runs = 20  # more rows of each kind than the import sends by statement
+    with open_repository(source) as repo:
+        for i in range(30):
+            repo.create(make_config(f"agent_{i:02d}", tags=["crm", f"t{i}"]))
+        for k in range(runs):
+            repo.record_execution("agent_00", make_record(k))
+    folder = tmp_path / "agents"
+    env = {**os.environ, "ACTI_STORE_URL": source}
+    exported = subprocess.run(
+        [sys.executable, "-m", "acti_store", "export", str(folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    assert exported.returncode == 0, exported.stderr
+
+    imported = subprocess.run(
+        [sys.executable, "-m", "acti_store", "--schema", SCHEMA, "import", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "ACTI_STORE_URL": with_user(url, app), "ACTI_STORE_TENANT": "acme"},
+    )
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    assert "Traceback" not in imported.stderr
+
+    with open_repository(with_user(url, app), schema=SCHEMA, tenant="acme") as repo:
+        assert repo.list_names() == [f"agent_{i:02d}" for i in range(30)]
+        history = repo.get_history("agent_00", limit=50)
+        assert history.total_executions == runs
+        assert [r.task for r in history.executions] == [f"task {k}" for k in reversed(range(runs))]
+        assert repo.get("agent_29").tags == ["crm", "t29"]
+    with open_repository(with_user(url, app), schema=SCHEMA, tenant="globex") as repo:
+        assert repo.list_names() == []
+
+
+def make_record(k: int) -> ExecutionRecord:
+    return ExecutionRecord(
+        timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=k),
+        task=f"task {k}",
+        success=k % 3 != 0,
+        duration_seconds=1.5,
+        result_summary=f"result {k}",
+    )

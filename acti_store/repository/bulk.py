@@ -23,7 +23,6 @@ from .statements import (
     INSERT_EXECUTION,
     SET_TOTAL,
     config_values,
-    insert_agents,
     metadata_values,
     record_values,
 )
@@ -42,6 +41,9 @@ BULK_AGENT_BATCH: Final = 50
 #: How an engine asks which of a chunk's names are taken, at once (``EngineStrategy.taken_names``):
 #: their id rows by name, or None for "ask per item".
 TakenNames = Callable[[Cursor, list[str]], dict[str, Sequence[Any]] | None]
+#: How an engine inserts new agent rows and their tags (``EngineStrategy.insert_agents``): their
+#: ids by name.
+InsertAgents = Callable[[Cursor, list[dict[str, Any]]], dict[str, int]]
 
 
 def put_all(
@@ -49,15 +51,17 @@ def put_all(
     items: Iterable[ImportItem],
     on_conflict: ConflictPolicy,
     taken: TakenNames,
+    insert: InsertAgents,
     feed: FeedStatements,
     now: datetime,
 ) -> BulkPutResult:
     """Put every item on ``cursor`` (in its transaction); the outcome of each by name. ``taken``
-    asks for a chunk's names at once where the engine does that better than per item. Each
+    asks for a chunk's names at once where the engine does that better than per item;
+    ``insert`` inserts the new agents' rows the engine's fastest way. Each
     agent created or replaced is a change of the feed made ``now``, appended by the thousand
     (``feed.APPEND_BATCH``) with the engine's ``feed`` statements: memory stays bounded."""
     result = BulkPutResult()
-    staging = _BulkStaging(cursor)
+    staging = _BulkStaging(cursor, insert)
     pending = iter(items)
     while chunk := list(islice(pending, BULK_AGENT_BATCH)):
         for item in chunk:  # a stream's items are checked as they come (all or nothing still)
@@ -133,10 +137,11 @@ class _BulkStaging:
     (their tags and records follow once their ids are known), records by ``BULK_RECORD_BATCH``
     per ``executemany``. Memory stays bounded however many items come through."""
 
-    __slots__ = ("_cursor", "agents", "records")
+    __slots__ = ("_cursor", "_insert", "agents", "records")
 
-    def __init__(self, cursor: Cursor) -> None:
+    def __init__(self, cursor: Cursor, insert: InsertAgents) -> None:
         self._cursor = cursor
+        self._insert = insert
         #: Staged agent rows by name, with their records (oldest first) and version rows.
         self.agents: dict[str, tuple[dict[str, Any], list[ExecutionRecord], list[_Row]]] = {}
         self.records: list[dict[str, Any]] = []
@@ -161,7 +166,7 @@ class _BulkStaging:
         if not self.agents:
             return
         staged, self.agents = self.agents, {}
-        ids = insert_agents(self._cursor, [values for values, _, _ in staged.values()])
+        ids = self._insert(self._cursor, [values for values, _, _ in staged.values()])
         by_statement: dict[Prepared, list[dict[str, Any]]] = {}
         for name, (_, records, versions) in staged.items():
             self.add_records(ids[name], name, records)

@@ -29,6 +29,7 @@ from ..tenancy import DEFAULT_TENANT
 from .arguments import require_storable
 from .deadline import within_deadline
 from .engines import strategy_for
+from .engines.base import Begin
 from .feed import prune
 from .port import Clock, Mirror, RepositoryPort
 from .statements import GET, GET_FOR_UPDATE
@@ -124,7 +125,7 @@ class StoreCore:
         self,
         work: Callable[[Cursor], T],
         *,
-        begin: str | None,
+        begin: Begin,
         lock_wait: float | None = None,
         autocommit: bool = False,
         pipelined: bool = True,

@@ -85,8 +85,8 @@ def export_stream(
     def read_page(after: str, *, first: bool) -> tuple[list[T], str]:
         """The entries of the page after ``after``, and the name of its last agent."""
         with translate_errors(dbapi):  # transient or lasting, as ``dberrors`` decides
-            if first and engine.begin_snapshot is not None:
-                cursor.raw(engine.begin_snapshot)
+            for statement in engine.begin_snapshot if first else ():
+                cursor.raw(statement)
             page = export_page(cursor, after, page_size, engine.export_records)
             last = page[-1][0].name if page else after
             return [entry(cursor, agent, history) for agent, history in page], last

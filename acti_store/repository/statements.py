@@ -10,7 +10,7 @@ it. The configuration columns, and how a row maps to an agent and back, derive f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel
@@ -152,8 +152,10 @@ FIRST_BY_STRATUM: Final = Prepared(
     .order_by(agents.c.name)
 )
 #: Run for one row or many at once (``Cursor.insert_rows``): the name maps returned ids back.
+#: The columns of a new agent's row, as ``config_values`` and ``metadata_values`` give them.
+AGENT_KEYS: Final = _CONFIG_KEYS + _METADATA_KEYS
 INSERT_AGENT: Final = Prepared(
-    insert(agents).returning(agents.c.id, agents.c.name), columns=_CONFIG_KEYS + _METADATA_KEYS
+    insert(agents).returning(agents.c.id, agents.c.name), columns=AGENT_KEYS
 )
 _UPDATES: dict[frozenset[str], Prepared] = {}
 
@@ -447,9 +449,14 @@ def insert_agents(cursor: Cursor, rows: list[dict[str, Any]]) -> dict[str, int]:
     """Insert agent rows (one statement where the driver allows) and their tags; their ids by
     name."""
     ids = {name: agent_id for agent_id, name in cursor.insert_rows(INSERT_AGENT, rows)}
+    insert_tags(cursor, rows, ids)
+    return ids
+
+
+def insert_tags(cursor: Cursor, rows: list[dict[str, Any]], ids: Mapping[str, int]) -> None:
+    """The tags of new agent rows, once their ids (by name) are known."""
     tags = [
         {"agent_id": ids[values["name"]], "tag": tag} for values in rows for tag in values["tags"]
     ]
     if tags:
         cursor.executemany(INSERT_TAG, tags)
-    return ids

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Dialect
 from ..connections import Connections, roll_back
 from ..sqlexec import Cursor
 from ..tenancy import TENANT_SETTING
-from .engines.base import EngineStrategy
+from .engines.base import Begin, EngineStrategy
 from .feed import append_changes
 
 T = TypeVar("T")
@@ -68,7 +68,7 @@ def run_transaction(
     work: Callable[[Cursor], T],
     *,
     engine: EngineStrategy,
-    begin: str | None,
+    begin: Begin,
     lock_wait: float | None,
     lock_timeout: float,
     autocommit: bool,
@@ -117,8 +117,8 @@ def run_transaction(
                 cursor.raw("BEGIN")
             if lock_wait is not None:  # SQLite: before its BEGIN; PostgreSQL: SET LOCAL
                 cursor.raw(engine.lock_wait_sql(lock_wait))
-            if begin is not None:
-                cursor.raw(begin)
+            for statement in begin:
+                cursor.raw(statement)
             result = work(cursor)
             if cursor.changes:  # last: the counter's lock is held only for the commit
                 append_changes(cursor, engine.feed_statements())
@@ -126,7 +126,7 @@ def run_transaction(
                 cursor.raw(engine.lock_wait_sql(lock_timeout))
             if pipelined:
                 cursor.raw("COMMIT")  # answered with the rest when the pipeline ends
-            elif begin is not None or engine.driver_begins:  # else no transaction was open
+            elif begin or engine.driver_begins:  # else no transaction was open
                 connection.commit()
         cursor.settle()
         if own_transaction:

@@ -10,7 +10,7 @@ what it does otherwise. Connection policy (``acti_store.engine``) and error code
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import Dialect
@@ -22,9 +22,12 @@ from ...sqlexec import Cursor, Prepared
 from ..feed import FeedStatements
 from ..recording import record_run
 from ..signals import ChangeSignal, counter_signal
-from ..statements import EXPORT_RECORDS
+from ..statements import EXPORT_RECORDS, insert_agents
 
 T = TypeVar("T")
+
+#: The statements that open a transaction, in order (none: the driver opens it).
+Begin: TypeAlias = tuple[str, ...]
 
 
 class Write(Protocol):
@@ -78,13 +81,13 @@ class EngineStrategy:
 
     # -- transactions ------------------------------------------------------------------------------
 
-    #: The first statement of a read transaction that must see one snapshot, in a transaction
+    #: The first statements of a read transaction that must see one snapshot, in a transaction
     #: the driver opened (the export's) or with ``reads_in_autocommit`` unset.
-    begin_snapshot: ClassVar[str | None] = None
-    #: The same, as one statement that opens the transaction (reads in autocommit).
-    begin_snapshot_statement: ClassVar[str | None] = None
-    #: The first statement of a write transaction (None: the driver's own BEGIN).
-    begin_write: ClassVar[str | None] = None
+    begin_snapshot: ClassVar[Begin] = ()
+    #: The same, ending in the statement that opens the transaction (reads in autocommit).
+    begin_snapshot_statement: ClassVar[Begin] = ()
+    #: The first statements of a write transaction (none: the driver's own BEGIN).
+    begin_write: ClassVar[Begin] = ()
     #: Reads run with the driver in autocommit: a read of one statement is one round trip.
     reads_in_autocommit: ClassVar[bool] = False
     #: The lock wait is the connection's (not the transaction's): set it before BEGIN and put it
@@ -95,11 +98,11 @@ class EngineStrategy:
     #: The coroutines run on an async engine of the store's URL (else on the store's threads).
     async_engine: ClassVar[bool] = False
 
-    def read_begin(self, snapshot: bool) -> str | None:
-        """The first statement of a read (``snapshot``: of several statements)."""
-        if self.reads_in_autocommit:
-            return self.begin_snapshot_statement if snapshot else None
-        return self.begin_snapshot if snapshot else None
+    def read_begin(self, snapshot: bool) -> Begin:
+        """The first statements of a read (``snapshot``: of several statements)."""
+        if not snapshot:
+            return ()
+        return self.begin_snapshot_statement if self.reads_in_autocommit else self.begin_snapshot
 
     def lock_wait_sql(self, seconds: float) -> str:
         """The statement after which a lock wait gives up after ``seconds``."""
@@ -191,6 +194,11 @@ class EngineStrategy:
         """The id rows of ``names`` (distinct) already taken, asked at once; None: the import
         asks per item (as cheaply, on an engine without round trips)."""
         return None
+
+    def insert_agents(self, cursor: Cursor, rows: list[dict[str, Any]]) -> dict[str, int]:
+        """An import's new agent rows (``statements.config_values`` and ``metadata_values``)
+        inserted with their tags, in the import's transaction; their ids by name."""
+        return insert_agents(cursor, rows)
 
     def after_bulk_put(self, engine: Engine, written: int) -> None:
         """After a committed import of ``written`` agents (the engine's statistics)."""

@@ -1,10 +1,10 @@
 """MariaDB (and MySQL): a store on a server (``mariadb+pymysql://...`` or ``mysql+pymysql://``).
 
-What it does its own way: the session keeps InnoDB's REPEATABLE READ, so a snapshot read (the
-export's) is ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, and a write runs at READ COMMITTED
-(``SET TRANSACTION`` before it), as on PostgreSQL; the lock wait is the session's
-(``innodb_lock_wait_timeout``, whole seconds rounded down, so a wait never outlasts the
-deadline: the rest is retried for), set for a write and put back after. Many rows go
+What it does its own way: the session runs at READ COMMITTED, so a write does, as on
+PostgreSQL, with no statement of its own before its first; a snapshot read (the export's, a
+search's) asks for REPEATABLE READ and ``START TRANSACTION WITH CONSISTENT SNAPSHOT``; the lock
+wait is the session's (``innodb_lock_wait_timeout``, whole seconds rounded down, so a wait never
+outlasts the deadline: the rest is retried for), set for a write and put back after. Many rows go
 in as one multi-row ``VALUES``. An UPDATE returns no rows here, so a run's counters are moved
 and the agent's id and version read after, under the row lock the UPDATE took; the version's
 counters by ``INSERT ... ON DUPLICATE KEY UPDATE``. A subquery with ``LIMIT`` is not allowed
@@ -198,9 +198,14 @@ def _save_checkpoint() -> Prepared:
 
 class MysqlEngine(EngineStrategy):
     name = "mysql"
-    begin_snapshot = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+    # The session runs at READ COMMITTED (``mariadb.session_sql``): a write sends no statement
+    # of its own before its first, and a snapshot read asks for REPEATABLE READ, which
+    # ``WITH CONSISTENT SNAPSHOT`` needs.
+    begin_snapshot = (
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+        "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
+    )
     begin_snapshot_statement = begin_snapshot
-    begin_write = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
     lock_wait_per_connection = True
     text_index = MariadbTrigramIndex()
     count_run = COUNT_RUN

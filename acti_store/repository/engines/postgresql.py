@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, partial
 from typing import Any, Final
 
 from sqlalchemy import (
@@ -51,7 +51,14 @@ from ..recording import (
     why_unrecorded,
 )
 from ..signals import ChangeSignal, own_connection
-from ..statements import BY_NAME, EXECUTION_COLUMNS, record_values, records_of
+from ..statements import (
+    AGENT_KEYS,
+    BY_NAME,
+    EXECUTION_COLUMNS,
+    insert_tags,
+    record_values,
+    records_of,
+)
 from ..version_statements import count_run
 from .base import EngineStrategy, Read, Write
 
@@ -114,11 +121,15 @@ def send_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | N
 
 # -- lists of values -------------------------------------------------------------------------------
 
-#: The ids of those of a list of names that are taken (``= ANY`` of one array).
+#: The ids of those of a list of names that are taken (``= ANY`` of one array). Planned for
+#: its values each time: an import into an empty store asks it every 50 agents while the table
+#: fills, and the generic plan of a prepared statement, made on the first few, scans the table
+#: (25 ms a call by 10,000 agents, 1.5 ms at first: the import's time grew with its square).
 IDS_BY_NAME: Final = Prepared(
     select(agents.c.id, agents.c.name).where(
         agents.c.name == func.any(bindparam("names", type_=postgresql.ARRAY(String())))
-    )
+    ),
+    planned_each_time=True,
 )
 #: The export's records of a page's ids (a prepared statement's generic plan of the page's
 #: subquery expects a page of any size and reads every record: 40 ms a page at 100,000 agents,
@@ -133,20 +144,52 @@ EXPORT_RECORDS_OF: Final = records_of(
 COPY_MIN_ROWS: Final = 16
 
 
-def copy_rows(raw_cursor: Any, compiled: Compiled, rows: Sequence[Mapping[str, Any]]) -> bool:
+#: Whether row-level security applies to this session's rows of the store (every tenant table
+#: has the same policy, ``tenancy``): to a role held to its tenant (docs/tenants.md), not to the
+#: superuser or a role that bypasses it.
+_ROW_SECURITY_ACTIVE: Final = "SELECT row_security_active('agents')"
+#: ``connection.info``'s record of whether ``COPY FROM`` may load rows on that connection.
+COPY_ALLOWED: Final = "acti.copy_allowed"
+
+
+def copy_rows(
+    raw_cursor: Any,
+    compiled: Compiled,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    info: dict[str, Any],
+) -> bool:
     """``Cursor.executemany``'s bulk load: a plain INSERT of ``COPY_MIN_ROWS`` rows or more on
     psycopg's sync cursors goes as one ``COPY``, the rows streamed in with no statement per row
-    (``COPY`` has no RETURNING: ids are not read). False (nothing done) for fewer rows or a
-    statement that is not such an INSERT (``copy_sql``)."""
+    (``COPY`` has no RETURNING: ids are not read). False (nothing done) for fewer rows, a
+    statement that is not such an INSERT (``copy_sql``), or a session that row-level security
+    applies to, where PostgreSQL refuses ``COPY FROM`` (asked once per connection, whose
+    ``info`` keeps the answer): the rows then go by statement."""
     if len(rows) < COPY_MIN_ROWS:
         return False
     copy = copy_sql(compiled)
     if copy is None:
         return False
+    allowed = info.get(COPY_ALLOWED)
+    if allowed is None:
+        raw_cursor.execute(_ROW_SECURITY_ACTIVE)
+        allowed = info[COPY_ALLOWED] = not raw_cursor.fetchone()[0]
+    if not allowed:
+        return False
     with raw_cursor.copy(copy) as stream:
         for row in rows:
             stream.write_row(compiled.values(row))
     return True
+
+
+#: Ids for ``count`` new agents, taken from the agents' sequence at once (``insert_agents``).
+NEW_AGENT_IDS: Final = Prepared(
+    text(
+        "SELECT nextval(pg_get_serial_sequence('agents', 'id')) FROM generate_series(1, :count)"
+    ).bindparams(bindparam("count", type_=Integer()))
+)
+#: A new agent's row with its id given: a plain INSERT, which ``copy_rows`` loads by ``COPY``.
+INSERT_AGENT_WITH_ID: Final = Prepared(insert(agents), columns=("id", *AGENT_KEYS))
 
 
 def copy_sql(compiled: Compiled) -> str | None:
@@ -352,8 +395,8 @@ class ListenSignal:
 
 class PostgresqlEngine(EngineStrategy):
     name = "postgresql"
-    begin_snapshot = POSTGRES_BEGIN_SNAPSHOT
-    begin_snapshot_statement = POSTGRES_BEGIN_SNAPSHOT_STATEMENT
+    begin_snapshot = (POSTGRES_BEGIN_SNAPSHOT,)
+    begin_snapshot_statement = (POSTGRES_BEGIN_SNAPSHOT_STATEMENT,)
     reads_in_autocommit = True
     async_engine = True
     count_changes = COUNT_CHANGES
@@ -398,7 +441,8 @@ class PostgresqlEngine(EngineStrategy):
         driver = connection.driver_connection
         if dialect.is_async:  # psycopg's async cursor through SQLAlchemy's adapter: no batches
             return Cursor(raw_cursor, dialect, driver=driver)  # of RETURNING, no COPY
-        return Cursor(raw_cursor, dialect, driver=driver, returning_batches=True, load=copy_rows)
+        load = partial(copy_rows, info=connection.info)
+        return Cursor(raw_cursor, dialect, driver=driver, returning_batches=True, load=load)
 
     def export_records(
         self, cursor: Cursor, ids: list[int], page: dict[str, Any]
@@ -408,6 +452,18 @@ class PostgresqlEngine(EngineStrategy):
     def taken_names(self, cursor: Cursor, names: list[str]) -> dict[str, Sequence[Any]] | None:
         """One round trip for a chunk (of distinct names), not one per item."""
         return {row[1]: row for row in cursor.all(IDS_BY_NAME, {"names": names})}
+
+    def insert_agents(self, cursor: Cursor, rows: list[dict[str, Any]]) -> dict[str, int]:
+        """Their ids taken from the agents' sequence first (one statement), the rows then go in
+        by ``COPY`` (``Cursor.executemany``), which returns nothing, where an INSERT ...
+        RETURNING would run a statement per row."""
+        if len(rows) < COPY_MIN_ROWS:
+            return super().insert_agents(cursor, rows)
+        found = cursor.all(NEW_AGENT_IDS, {"count": len(rows)})
+        ids = {values["name"]: row[0] for values, row in zip(rows, found, strict=True)}
+        cursor.executemany(INSERT_AGENT_WITH_ID, [v | {"id": ids[v["name"]]} for v in rows])
+        insert_tags(cursor, rows, ids)
+        return ids
 
     def after_bulk_put(self, engine: Engine, written: int) -> None:
         refresh_statistics(engine, written)

@@ -103,9 +103,9 @@ SAVE_CHECKPOINT: Final = Prepared(save_checkpoint(sqlite_insert))
 
 class SqliteEngine(EngineStrategy):
     name = "sqlite"
-    begin_snapshot = SQLITE_BEGIN_READ
-    begin_snapshot_statement = SQLITE_BEGIN_READ
-    begin_write = SQLITE_BEGIN_WRITE
+    begin_snapshot = (SQLITE_BEGIN_READ,)
+    begin_snapshot_statement = begin_snapshot
+    begin_write = (SQLITE_BEGIN_WRITE,)
     lock_wait_per_connection = True
     driver_begins = False
     text_index = FtsTrigramIndex()

@@ -55,9 +55,9 @@ class Interchange(Role):
         checked_source(items)
         # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
         kind = self._core.kind
-        taken, feed = kind.taken_names, kind.feed_statements()
+        taken, insert, feed = kind.taken_names, kind.insert_agents, kind.feed_statements()
         result = self._write(
-            lambda cursor: put_all(cursor, items(), on_conflict, taken, feed, self.now()),
+            lambda cursor: put_all(cursor, items(), on_conflict, taken, insert, feed, self.now()),
             pipelined=False,
         )
         written = [n for n, outcome in result.outcomes.items() if outcome != "skipped"]
