@@ -14,7 +14,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -203,7 +203,7 @@ def test_app_role_imports_a_folder_with_histories(
 
 def make_record(k: int) -> ExecutionRecord:
     return ExecutionRecord(
-        timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=k),
+        timestamp=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=k),
         task=f"task {k}",
         success=k % 3 != 0,
         duration_seconds=1.5,
