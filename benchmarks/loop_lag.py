@@ -24,10 +24,12 @@ mode, which logs every callback slower than ``--trace-ms`` ("Executing <Task ...
 ``host_cpu_s`` is the CPU time of this process meanwhile, ``children_cpu_s`` that of the servers.
 
 What the OS does to the loop, apart from the runs: ``--nice N`` starts each stdio server under
-``nice -n N`` (the host keeps its share of the CPUs while they start); ``--baseline`` runs no
-agent at all, only the heartbeat, while a shell starts ``--runs`` Python processes that import
-what the CRM server imports (``mcp.server.fastmcp``) and exit: the lag a loop doing nothing gets
-from that many Python servers starting at once.
+``nice -n N`` and, where Linux groups processes by session for the scheduler (autogroups), gives
+the server's session that nice too (each server has a session of its own, so a plain ``nice``
+would weigh it only against itself): the host keeps its share of the CPUs while the servers
+start. ``--baseline`` runs no agent at all, only the heartbeat, while a shell starts ``--runs``
+Python processes that import what the CRM server imports (``mcp.server.fastmcp``) and exit: the
+lag a loop doing nothing gets from that many Python servers starting at once.
 """
 
 from __future__ import annotations
@@ -221,8 +223,11 @@ def crm_catalog(url: str | None, nice: int | None = None) -> McpCatalog:
     """The CRM category: the test server at ``url`` (HTTP), else one server per run (stdio),
     under ``nice -n nice`` if given."""
     command = [sys.executable, str(SERVERS / "crm_server.py")]
-    if nice is not None:
-        command = ["nice", "-n", str(nice), *command]
+    if nice is not None:  # the server's own session is its own autogroup: nice that too
+        script = (
+            f'{{ echo {nice} > /proc/self/autogroup; }} 2>/dev/null; exec nice -n {nice} "$0" "$@"'
+        )
+        command = ["sh", "-c", script, *command]
     connection: dict[str, Any] = (
         {"transport": "streamable_http", "url": url}
         if url
@@ -363,7 +368,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="stdio",
         help="stdio: one CRM server process per run; http: one shared server, started first",
     )
-    parser.add_argument("--nice", type=int, help="start each stdio server under nice -n NICE")
+    parser.add_argument(
+        "--nice", type=int, help="start each stdio server (and its autogroup) at nice NICE"
+    )
     parser.add_argument(
         "--baseline",
         action="store_true",
