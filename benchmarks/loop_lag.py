@@ -16,11 +16,20 @@ migrates it. Prints one JSON line: the longest lag (``max_lag_ms``), the 99th pe
 ticks were over 50 ms, and the outcome of every call::
 
     python -m benchmarks.loop_lag [--runs 50] [--store-calls 20] [--transport stdio|http]
-                                  [--url URL] [--trace] [--debug]
+                                  [--url URL] [--trace] [--debug] [--nice N] [--baseline]
 
 ``--trace`` also watches the loop from a thread and prints, for every stall over ``--trace-ms``,
 the loop thread's stack at that moment (where the time goes); ``--debug`` turns on asyncio's debug
 mode, which logs every callback slower than ``--trace-ms`` ("Executing <Task ...> took X s").
+``host_cpu_s`` is the CPU time of this process meanwhile, ``children_cpu_s`` that of the servers.
+
+What the OS does to the loop, apart from the runs: ``--nice N`` starts each stdio server under
+``nice -n N`` and, where Linux groups processes by session for the scheduler (autogroups), gives
+the server's session that nice too (each server has a session of its own, so a plain ``nice``
+would weigh it only against itself): the host keeps its share of the CPUs while the servers
+start. ``--baseline`` runs no agent at all, only the heartbeat, while a shell starts ``--runs``
+Python processes that import what the CRM server imports (``mcp.server.fastmcp``) and exit: the
+lag a loop doing nothing gets from that many Python servers starting at once.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import importlib.abc
 import json
 import logging
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -95,10 +105,12 @@ def _summary(frame: Any) -> str:
 
 
 class GcPauses:
-    """The garbage collector's passes while installed: the longest, per generation, in seconds."""
+    """The garbage collector's passes while installed: the longest, per generation, in seconds,
+    and how many there were."""
 
     def __init__(self) -> None:
         self.longest = [0.0, 0.0, 0.0]
+        self.passes = [0, 0, 0]
         self._started = 0.0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
@@ -108,6 +120,7 @@ class GcPauses:
             generation = info["generation"]
             pause = time.perf_counter() - self._started
             self.longest[generation] = max(self.longest[generation], pause)
+            self.passes[generation] += 1
 
 
 class ImportSpy(importlib.abc.MetaPathFinder):
@@ -206,16 +219,19 @@ def http_server() -> Iterator[str]:
         server.wait()
 
 
-def crm_catalog(url: str | None) -> McpCatalog:
-    """The CRM category: the test server at ``url`` (HTTP), else one server per run (stdio)."""
+def crm_catalog(url: str | None, nice: int | None = None) -> McpCatalog:
+    """The CRM category: the test server at ``url`` (HTTP), else one server per run (stdio),
+    under ``nice -n nice`` if given."""
+    command = [sys.executable, str(SERVERS / "crm_server.py")]
+    if nice is not None:  # the server's own session is its own autogroup: nice that too
+        script = (
+            f'{{ echo {nice} > /proc/self/autogroup; }} 2>/dev/null; exec nice -n {nice} "$0" "$@"'
+        )
+        command = ["sh", "-c", script, *command]
     connection: dict[str, Any] = (
         {"transport": "streamable_http", "url": url}
         if url
-        else {
-            "transport": "stdio",
-            "command": sys.executable,
-            "args": [str(SERVERS / "crm_server.py")],
-        }
+        else {"transport": "stdio", "command": command[0], "args": command[1:]}
     )
     return McpCatalog({"crm": CategorySpec("HubSpot", connection, env=(TOKEN_VARIABLE,))})
 
@@ -261,13 +277,28 @@ async def scenario(runs: int, store_calls: int, catalog: McpCatalog) -> dict[str
     return dict(outcomes)
 
 
+async def baseline(processes: int) -> dict[str, Any]:
+    """No agent: ``processes`` Python processes importing the MCP server stack, started at once
+    by a shell (not by this process), waited for."""
+    script = f"for i in $(seq {processes}); do \"$0\" -c 'import mcp.server.fastmcp' & done; wait"
+    shell = await asyncio.create_subprocess_exec("sh", "-c", script, sys.executable)
+    await shell.wait()
+    return {"baseline processes": processes} if shell.returncode == 0 else {}
+
+
+def cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def measure(
     runs: int,
     store_calls: int,
-    catalog: McpCatalog,
+    catalog: McpCatalog | None,
     trace_ms: float | None = None,
     all_threads: bool = False,
 ) -> dict[str, Any]:
+    """The heartbeat's lags during ``scenario`` (``baseline`` without a catalog)."""
     heartbeat = Heartbeat()
     watchdog = None if trace_ms is None else Watchdog(heartbeat, trace_ms / 1000, all_threads)
     spy = ImportSpy()
@@ -279,9 +310,16 @@ async def measure(
     if watchdog is not None:
         watchdog.start()
     started = time.perf_counter()
+    host_cpu, children_cpu = (
+        cpu_seconds(resource.RUSAGE_SELF),
+        cpu_seconds(resource.RUSAGE_CHILDREN),
+    )
     spy.active = True
     try:
-        outcomes = await scenario(runs, store_calls, catalog)
+        if catalog is None:
+            outcomes = await baseline(runs)
+        else:
+            outcomes = await scenario(runs, store_calls, catalog)
     finally:
         spy.active = False
         sys.meta_path.remove(spy)
@@ -304,6 +342,9 @@ async def measure(
         "outcomes": outcomes,
         "imported_on_loop": sorted(set(spy.imported)),
         "gc_longest_ms": [round(p * 1000, 1) for p in pauses.longest],
+        "gc_passes": pauses.passes,
+        "host_cpu_s": round(cpu_seconds(resource.RUSAGE_SELF) - host_cpu, 1),
+        "children_cpu_s": round(cpu_seconds(resource.RUSAGE_CHILDREN) - children_cpu, 1),
         "load_average": [round(x, 1) for x in os.getloadavg()],
     }
     if watchdog is not None:
@@ -326,6 +367,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=["stdio", "http"],
         default="stdio",
         help="stdio: one CRM server process per run; http: one shared server, started first",
+    )
+    parser.add_argument(
+        "--nice", type=int, help="start each stdio server (and its autogroup) at nice NICE"
+    )
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="no agent: the heartbeat while a shell starts --runs Python processes",
     )
     parser.add_argument("--trace", action="store_true", help="print the stacks of stalls")
     parser.add_argument("--trace-ms", type=float, default=20.0)
@@ -361,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return await measure(
                 args.runs,
                 args.store_calls,
-                crm_catalog(url),
+                None if args.baseline else crm_catalog(url, args.nice),
                 args.trace_ms if args.trace else None,
                 args.all_threads,
             )
@@ -380,6 +429,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for stack, count in stall["samples"]:
                 print(f"  {count:4d} x {stack}", file=sys.stderr)
     expected = {"create ok": args.runs, "run ok": args.runs, "store call": 4 * args.store_calls}
+    if args.baseline:
+        expected = {"baseline processes": args.runs}
     return 0 if result["outcomes"] == {k: v for k, v in expected.items() if v} else 1
 
 
