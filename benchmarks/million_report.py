@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sqlite3
@@ -15,6 +14,7 @@ import sqlalchemy
 
 from .backends.acti import interchange_functions
 from .measure import git_state
+from .results import write_figures
 from .workload import SEARCH_KINDS
 
 if TYPE_CHECKING:
@@ -267,13 +267,8 @@ def write_chart(results: Sequence[dict[str, Any]], path: Path, title: str) -> No
 def write_results(
     out: Path, name: str, results: dict[str, Any], text: str, *, chart: bool
 ) -> list[Path]:
-    """``<out>/<name>.json``, ``.txt`` and (with ``chart``) ``.png``; returns the paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = out / f"{name}.json"
-    json_path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    text_path = out / f"{name}.txt"
-    text_path.write_text(text + "\n", "utf-8")
-    written = [json_path, text_path]
+    """``results.write_figures`` and (with ``chart``) ``<out>/<name>.png``; returns the paths."""
+    written = write_figures(out, name, results, text)
     if chart and results["results"]:
         png = out / f"{name}.png"
         sizes = ", ".join(f"{n:,}" for n in results["meta"]["sizes"])

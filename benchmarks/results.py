@@ -185,16 +185,21 @@ def print_mismatches(results: dict[str, Any]) -> None:
     print(f"{bar}\n", flush=True)
 
 
-def write_results(
-    out: Path, name: str, results: dict[str, Any], text: str, *, chart: bool
-) -> list[Path]:
-    """``<out>/<name>.json``, ``.txt`` and (with ``chart``) ``.png``; returns the paths."""
+def write_figures(out: Path, name: str, results: dict[str, Any], text: str) -> list[Path]:
+    """``<out>/<name>.json`` (every figure) and ``.txt`` (the printed tables); their paths."""
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / f"{name}.json"
     json_path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", "utf-8")
     text_path = out / f"{name}.txt"
     text_path.write_text(text + "\n", "utf-8")
-    written = [json_path, text_path]
+    return [json_path, text_path]
+
+
+def write_results(
+    out: Path, name: str, results: dict[str, Any], text: str, *, chart: bool
+) -> list[Path]:
+    """``write_figures`` and (with ``chart``) ``<out>/<name>.png``; returns the paths."""
+    written = write_figures(out, name, results, text)
     if chart:
         meta = results["meta"]
         stats = [_stats_from(d) for d in results["operations"]]
