@@ -5,8 +5,7 @@ Every session of a store runs ``session_sql`` first: lock waits end within the l
 the rest, ``first_lock_wait``), timestamps are UTC, the SQL mode is strict (a value that does
 not fit is refused, never cut), transactions run at READ COMMITTED, as on PostgreSQL (a
 snapshot read asks for REPEATABLE READ: ``repository.engines.mysql``), and a read-only store's
-transactions are read-only. Every use of a connection ends in its own COMMIT or ROLLBACK, so
-the pool does not roll back again when it is given back (``options``): a round trip less.
+transactions are read-only.
 
 ``schema=`` names a database of its own on this engine (MariaDB and MySQL have no schemas
 inside a database): the store's URL is pointed at it (``store_url``).
@@ -108,8 +107,8 @@ def store_url(url: URL, schema: str | None) -> URL:
 
 
 def options(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The engine options of a store: ``kwargs`` with the pool's recycle time, and no reset
-    when a connection is given back: every use ends in an explicit COMMIT or ROLLBACK (the
-    repository's fast path, SQLAlchemy's own connections), and PyMySQL's ROLLBACK is a round
-    trip even when no transaction is open."""
-    return {"pool_recycle": POOL_RECYCLE, "pool_reset_on_return": None, **kwargs}
+    """The engine options of a store: ``kwargs`` with the pool's recycle time. The pool rolls
+    back each connection given back (a round trip on PyMySQL even with no transaction open):
+    a host's own use of ``repo.engine`` may leave a transaction open, and a snapshot read then
+    could not set its isolation (``engines.mysql``)."""
+    return {"pool_recycle": POOL_RECYCLE, **kwargs}
