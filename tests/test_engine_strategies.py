@@ -69,6 +69,9 @@ def test_each_engine_gives_its_cursor_its_own_bulk_loading() -> None:
     class Connection:
         driver_connection = object()
 
+        def __init__(self) -> None:
+            self.info: dict[str, object] = {}  # a pooled connection's (PostgreSQL: may COPY?)
+
     lite = strategy_for("sqlite").cursor(object(), SQLITE, Connection())
     assert lite.many_rows and not lite.returning_batches and lite.load is None
     assert lite.driver is None
