@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import platform
-import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -14,7 +11,7 @@ import sqlalchemy
 
 from .backends.acti import interchange_functions
 from .measure import git_state
-from .results import write_figures
+from .results import machine_meta, write_figures
 from .workload import SEARCH_KINDS
 
 if TYPE_CHECKING:
@@ -47,13 +44,7 @@ def meta(config: MillionConfig, code: str, load_before: Any, seconds: float) -> 
     """What was run, on what, when (the ``meta`` of the results document)."""
     _, _, interchange = interchange_functions()
     return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "runtime_s": round(seconds, 1),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "sqlite": sqlite3.sqlite_version,
-        "sqlalchemy": sqlalchemy.__version__,
+        **machine_meta(seconds),
         "postgres_versions": _postgres_versions(config.postgres_url),
         "seed": config.seed,
         "sizes": list(config.sizes),

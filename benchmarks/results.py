@@ -97,13 +97,7 @@ def document(run: Run, workload: Workload | None, seconds: float) -> dict[str, A
     _, _, interchange = interchange_functions()
     return {
         "meta": {
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "runtime_s": round(seconds, 1),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "sqlite": sqlite3.sqlite_version,
-            "sqlalchemy": sqlalchemy.__version__,
+            **machine_meta(seconds),
             "postgres_versions": _postgres_versions(config),
             "mysql_versions": _mysql_versions(config),
             "seed": config.seed,
@@ -183,6 +177,20 @@ def print_mismatches(results: dict[str, Any]) -> None:
     for m in mismatches:
         print(f"  [{m['op']}] {m['backend']}: {m['detail']}")
     print(f"{bar}\n", flush=True)
+
+
+def machine_meta(seconds: float) -> dict[str, Any]:
+    """When a run ended, how long it took, and on what (the start of a results document's
+    ``meta``)."""
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "runtime_s": round(seconds, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "sqlite": sqlite3.sqlite_version,
+        "sqlalchemy": sqlalchemy.__version__,
+    }
 
 
 def write_figures(out: Path, name: str, results: dict[str, Any], text: str) -> list[Path]:
