@@ -456,6 +456,40 @@ def test_an_agent_called_x_history_is_told_apart_from_the_history_of_x(
     assert repo.get_history("lead").executions == []
 
 
+def test_files_are_read_with_their_agent_whatever_order_the_folder_lists_them(
+    repo: SqlAgentRepository, tmp_path: Path
+) -> None:
+    """The walk holds no list of the folder: each companion file is found from its agent file,
+    down chains of agents called ``*_history``, and a report without names still counts all."""
+    source = open_repository(f"sqlite:///{tmp_path / 'source.db'}", clock=FakeClock())
+    with source:
+        for name in ("lead", "lead_history", "lead_history_history", "solo"):
+            source.create(make_config(name))
+        run(source, "lead_history", "Runs of the agent called lead_history")
+        export_json(source, tmp_path / "in")
+    folder = tmp_path / "in"
+    write(folder, "broken.json", {"name": "broken"})  # an invalid agent...
+    shutil.copy(folder / "lead_history_history.json", folder / "broken_history.json")
+    # ...and its history, which names another agent
+    # (lead_history's history won the name lead_history_history.json: the agent is not exported)
+    assert sorted(p.name for p in folder.glob("*.json")) == [
+        "broken.json", "broken_history.json", "lead.json", "lead_history.json",
+        "lead_history_history.json", "solo.json",
+    ]  # fmt: skip
+    counted = import_json(repo, folder, all_or_nothing=False, names=False, dry_run=True)
+    assert counted.imported == [] and counted.upgraded == []
+    assert counted.counts == {"imported": 3, "replaced": 0, "skipped": 0, "upgraded": 0}
+    assert counted.files == 6 and counted.invalid.keys() == {"broken.json", "broken_history.json"}
+    report = import_json(repo, folder, all_or_nothing=False)
+    assert report.imported == ["lead", "lead_history", "solo"]
+    assert report.counts["imported"] == 3 and report.invalid == counted.invalid
+    assert repo.get_history("lead_history").total_executions == 1
+    assert repo.get_history("lead").executions == []
+    again = import_json(repo, folder, all_or_nothing=False, names=False)
+    assert again.counts == {"imported": 0, "replaced": 0, "skipped": 3, "upgraded": 0}
+    assert again.skipped == []
+
+
 # -- rewrite in place --------------------------------------------------------------------------
 
 

@@ -43,7 +43,7 @@ def test_migrate_agents_imports_v1_files_and_leaves_them_alone(
     assert main(["migrate-agents", str(v1_folder), "--url", store_url]) == 0
     out = capsys.readouterr().out
     assert "4 file(s) in" in out and "3 agent(s) imported" in out
-    assert "Upgraded from v1: appointment_scheduler, lead_qualifier, research_assistant" in out
+    assert "Upgraded from v1: 3 agent(s)." in out
     assert names(store_url) == V1_AGENTS
     assert snapshot(v1_folder) == before
     assert capsys.readouterr().err == ""  # no progress bar: stderr is not a terminal

@@ -157,6 +157,7 @@ def _import(args: argparse.Namespace, label: str) -> ImportReport:
             dry_run=args.dry_run,
             progress=bar,
             allow_incomplete=args.allow_incomplete,
+            names=False,  # the counts are printed: memory stays flat however large the folder
         )
     finally:
         repo.close()
@@ -167,16 +168,17 @@ def _import(args: argparse.Namespace, label: str) -> ImportReport:
 def _print_import(report: ImportReport) -> None:
     would = "would be " if report.dry_run else ""
     head = "Dry run: nothing written. " if report.dry_run else ""
+    counts = report.counts
     print(
         f"{head}{report.files} file(s) in {report.directory}: "
-        f"{len(report.imported)} agent(s) {would}imported, {len(report.replaced)} {would}replaced, "
-        f"{len(report.skipped)} {would}skipped (already in the store), "
+        f"{counts['imported']} agent(s) {would}imported, {counts['replaced']} {would}replaced, "
+        f"{counts['skipped']} {would}skipped (already in the store), "
         f"{len(report.invalid)} invalid file(s)."
     )
     if report.incomplete_export:
         print("Warning: an export into this folder did not finish; it may lack some agents.")
-    if report.upgraded:
-        print(f"Upgraded from v1: {', '.join(report.upgraded)}")
+    if counts["upgraded"]:
+        print(f"Upgraded from v1: {counts['upgraded']} agent(s).")
     if report.invalid:
         print(f"Invalid files ({len(report.invalid)}):")
         for file, reason in report.invalid.items():

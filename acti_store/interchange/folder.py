@@ -108,12 +108,23 @@ class Folder:
     def json_names(self) -> list[str]:
         """Sorted names of the entries ending in ``.json`` that are not directories (symbolic
         links included: ``read`` refuses them, so they are reported)."""
+        return sorted(self.json_entries())
+
+    def json_entries(self) -> Iterator[str]:
+        """``json_names`` as the directory lists them, unsorted: one name at a time, so a folder
+        of any size is walked in constant memory."""
         with os.scandir(self._fd) as entries:
-            return sorted(
-                e.name
-                for e in entries
-                if e.name.endswith(SUFFIX) and not e.is_dir(follow_symlinks=False)
-            )
+            for entry in entries:
+                if entry.name.endswith(SUFFIX) and not entry.is_dir(follow_symlinks=False):
+                    yield entry.name
+
+    def has_json(self, name: str) -> bool:
+        """Whether ``name`` is an entry ``json_entries`` lists: here, and not a directory."""
+        try:
+            info = os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+        except OSError:  # absent, or a name too long to be here
+            return False
+        return name.endswith(SUFFIX) and not stat.S_ISDIR(info.st_mode)
 
     def regular_json_names(self) -> Iterator[str]:
         """Names of the regular files (not symbolic links) ending in ``.json``, unsorted."""

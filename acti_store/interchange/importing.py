@@ -7,16 +7,21 @@ is reported with the reason; all or nothing unless told otherwise; a dry run wri
 from __future__ import annotations
 
 import os
-from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ..documents import DocumentError, is_v1_document, loads
 from ..errors import AgentExistsError, IncompleteExportError
 from ..models import Agent, ExecutionHistory, is_valid_name
-from ..repository import AgentRepository, ConflictPolicy, ImportItem, ImportOutcome
+from ..repository import (
+    AgentRepository,
+    BulkPutResult,
+    ConflictPolicy,
+    ImportItem,
+    ImportOutcome,
+)
 from ..repository.arguments import checked_policy
 from ..validation import flag, folder_path, optional_function
 from ..versioning import VersionLog
@@ -36,10 +41,13 @@ from .versions_file import (
     versions_file_name,
 )
 
+_COUNTED: Final = ("imported", "replaced", "skipped", "upgraded")
+
 
 @dataclass
 class ImportReport:
-    """What ``import_json`` did (or, for a dry run, would do). Names are agent names."""
+    """What ``import_json`` did (or, for a dry run, would do). Names are agent names, sorted;
+    with ``names=False`` the four name lists stay empty and ``counts`` alone says how many."""
 
     directory: Path
     imported: list[str] = field(default_factory=list)
@@ -55,16 +63,26 @@ class ImportReport:
     aborted: bool = False
     #: The folder is an export that did not finish, imported because ``allow_incomplete``.
     incomplete_export: bool = False
+    #: How many agents were imported, replaced, skipped and upgraded (names kept or not).
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTED, 0))
 
     @property
     def ok(self) -> bool:
         return not self.invalid
 
 
-def _contains(files: list[str], file: str) -> bool:
-    """Whether the sorted list ``files`` holds ``file``."""
-    i = bisect_left(files, file)
-    return i < len(files) and files[i] == file
+#: The files read with an agent's file ``{name}.json``: its history and its versions.
+_COMPANIONS: Final = (HISTORY_SUFFIX, VERSIONS_SUFFIX)
+
+
+def _owner_file(file: str) -> str | None:
+    """The agent file that ``file`` would be read with, by its name (``a_history.json`` and
+    ``a_versions.json``: ``a.json``), if any."""
+    for suffix in _COMPANIONS:
+        owner = file.removesuffix(suffix)
+        if owner != file:
+            return agent_file_name(owner) if is_valid_name(owner) else None
+    return None
 
 
 class _Aborted(Exception):
@@ -73,48 +91,81 @@ class _Aborted(Exception):
 
 class _Reader:
     """Reads a folder into ``ImportItem``s, one agent (with its history) at a time, recording every
-    invalid file. ``items()`` may be called again (a retried transaction): it starts over."""
+    invalid file. ``items()`` may be called again (a retried transaction): it starts over.
+
+    The folder is walked as the directory lists it, holding no list of its files: a file that
+    has an agent file of its name (``a_history.json``, ``a_versions.json`` beside ``a.json``) is
+    read with that file, every other file in its turn. Memory stays the same however many files
+    the folder holds.
+    """
 
     def __init__(
         self,
         folder: Folder,
-        files: list[str],
-        in_store: Mapping[str, bool],
+        files: int,
+        in_store: frozenset[str],
         *,
         all_or_nothing: bool,
+        keep_names: bool,
         progress: Progress | None,
     ) -> None:
         self.folder = folder
         self.files = files
         self.in_store = in_store
         self.all_or_nothing = all_or_nothing
+        self.keep_names = keep_names
         self.progress = progress
         self.invalid: dict[str, str] = {}
         self.upgraded: list[str] = []
+        self.upgrades = 0
+        self.done = 0
 
     def items(self) -> Iterator[ImportItem]:
-        self.invalid, self.upgraded = {}, []
-        consumed: set[str] = set()  # history files already read with their agent's file
-        for done, file in enumerate(self.files, 1):
-            if file in consumed:
-                consumed.discard(file)
-            else:
-                item = self._item(file, consumed)
-                if item is not None and not (self.invalid and self.all_or_nothing):
-                    yield item
-            if self.progress is not None:
-                self.progress(done, len(self.files))
+        self.invalid, self.upgraded, self.upgrades, self.done = {}, [], 0, 0
+        for file in self.folder.json_entries():
+            owner = _owner_file(file)
+            if owner is None or not self.folder.has_json(owner):
+                yield from self._read(file)
         if self.invalid and self.all_or_nothing:
             raise _Aborted
 
-    def _item(self, file: str, consumed: set[str]) -> ImportItem | None:
+    def _tick(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, max(self.files, self.done))
+
+    def _read(self, file: str) -> Iterator[ImportItem]:
+        """The item of ``file``, if valid, then those of the files read with it."""
+        self._tick()
+        consumed: list[str] = []
+        item = self._item(file, consumed)
+        if item is not None and not (self.invalid and self.all_or_nothing):
+            yield item
+        yield from self._companions(file, consumed)
+
+    def _companions(self, file: str, consumed: list[str]) -> Iterator[ImportItem]:
+        """The files read with ``file``: those it read (``consumed``) pass on their own
+        companions; the others (it was invalid, or they hold agents) are read in their own
+        right."""
+        stem = file.removesuffix(SUFFIX)
+        if not is_valid_name(stem):
+            return
+        for suffix in _COMPANIONS:
+            companion = stem + suffix
+            if companion in consumed:
+                self._tick()
+                yield from self._companions(companion, [])
+            elif self.folder.has_json(companion):
+                yield from self._read(companion)
+
+    def _item(self, file: str, consumed: list[str]) -> ImportItem | None:
         if not is_valid_name(file.removesuffix(SUFFIX)):
             self.invalid[file] = "not an agent file name: the name before .json must be snake_case"
             return None
         try:
             document = loads(self.folder.read(file))
             if is_versions_document(document):  # not read with its agent's file
-                self.invalid[file] = _lone_versions(self.files, file)
+                self.invalid[file] = self._lone_versions(file)
                 return None
             parsed = parse(file, document)
         except DocumentError as exc:
@@ -122,10 +173,10 @@ class _Reader:
             return None
         if isinstance(parsed, ExecutionHistory):  # not read with its agent's file
             agent_file = agent_file_name(parsed.agent_name)
-            if _contains(self.files, agent_file):
+            if self.folder.has_json(agent_file):
                 self.invalid[file] = f"not imported: its agent file {agent_file} is invalid"
                 return None
-            if not self.in_store.get(parsed.agent_name, False):
+            if parsed.agent_name not in self.in_store:
                 self.invalid[file] = (
                     f"the history of agent {parsed.agent_name!r}, which is neither in this "
                     "folder nor in the store"
@@ -134,7 +185,7 @@ class _Reader:
             return ImportItem(parsed.agent_name, history=parsed)
         history_file = history_file_name(parsed.name)
         history = None
-        if _contains(self.files, history_file):
+        if self.folder.has_json(history_file):
             try:
                 history = self._history(history_file, consumed)
             except DocumentError as exc:
@@ -143,7 +194,7 @@ class _Reader:
                 return None
         versions_file = versions_file_name(parsed.name)
         log = None
-        if _contains(self.files, versions_file):
+        if self.folder.has_json(versions_file):
             try:
                 log = self._versions(versions_file, consumed, parsed)
             except DocumentError as exc:
@@ -153,38 +204,39 @@ class _Reader:
                     self.invalid[history_file] = self.invalid[file]
                 return None
         if is_v1_document(document):
-            self.upgraded.append(parsed.name)
+            self.upgrades += 1
+            if self.keep_names:
+                self.upgraded.append(parsed.name)
         return ImportItem(parsed.name, agent=parsed, history=history, versions=log)
 
-    def _companion(self, file: str, consumed: set[str]) -> Any:
+    def _companion(self, file: str, consumed: list[str]) -> Any:
         """The document in ``file`` (an agent's ``_history`` or ``_versions`` file), read with
         its agent's file and marked consumed; None when ``file`` is the agent file of an agent
-        called ``*_history`` or ``*_versions`` (then it is read in its turn)."""
+        called ``*_history`` or ``*_versions`` (then it is read in its own right)."""
         try:
             document = loads(self.folder.read(file))
         except DocumentError:
-            consumed.add(file)
+            consumed.append(file)
             raise
         if isinstance(document, dict) and "name" in document:
             return None
-        consumed.add(file)
+        consumed.append(file)
         return document
 
-    def _versions(self, file: str, consumed: set[str], agent: Agent) -> VersionLog | None:
+    def _versions(self, file: str, consumed: list[str], agent: Agent) -> VersionLog | None:
         document = self._companion(file, consumed)
         return None if document is None else parse_versions(file, document, agent)
 
-    def _history(self, file: str, consumed: set[str]) -> ExecutionHistory | None:
+    def _history(self, file: str, consumed: list[str]) -> ExecutionHistory | None:
         document = self._companion(file, consumed)
         return None if document is None else parse_history(file, document)
 
-
-def _lone_versions(files: list[str], file: str) -> str:
-    """Why a versions file not read with its agent's file is not imported."""
-    agent_file = agent_file_name(file.removesuffix(VERSIONS_SUFFIX))
-    if _contains(files, agent_file):
-        return f"not imported: its agent file {agent_file} is invalid"
-    return f"versions are imported with their agent: {agent_file} is not in this folder"
+    def _lone_versions(self, file: str) -> str:
+        """Why a versions file not read with its agent's file is not imported."""
+        agent_file = agent_file_name(file.removesuffix(VERSIONS_SUFFIX))
+        if self.folder.has_json(agent_file):
+            return f"not imported: its agent file {agent_file} is invalid"
+        return f"versions are imported with their agent: {agent_file} is not in this folder"
 
 
 def import_json(
@@ -196,6 +248,7 @@ def import_json(
     dry_run: bool = False,
     progress: Progress | None = None,
     allow_incomplete: bool = False,
+    names: bool = True,
 ) -> ImportReport:
     """Import a folder of v1/v2 agent and history files into the store, in one transaction.
 
@@ -205,7 +258,9 @@ def import_json(
     folder is read. With ``all_or_nothing``
     one invalid file imports nothing; without it the valid files are imported and the others
     reported. ``dry_run`` reports what would happen and writes nothing. Files are read one agent
-    at a time, so memory stays bounded however large the folder. An agent's
+    at a time, so memory stays bounded however large the folder; ``names=False`` keeps only the
+    counts of the report (``report.counts``), not the name of every agent, and then the memory
+    of an import does not grow with the number of agents at all. An agent's
     ``{name}_versions.json``, when there, gives it those versions, labels (splits included),
     gates and label log (else one snapshot of its current version, message ``imported``).
 
@@ -219,6 +274,7 @@ def import_json(
     flag(all_or_nothing, "all_or_nothing")
     flag(dry_run, "dry_run")
     flag(allow_incomplete, "allow_incomplete")
+    flag(names, "names")
     folder_path(directory, "directory")
     optional_function(progress, "progress", "a function taking (done, total)")
     report = ImportReport(Path(directory), dry_run=dry_run)
@@ -227,55 +283,71 @@ def import_json(
             if not allow_incomplete:
                 raise IncompleteExportError(str(report.directory))
             report.incomplete_export = True
-        files = folder.json_names()
-        in_store = _history_owners_in_store(repo, files)
-        reader = _Reader(folder, files, in_store, all_or_nothing=all_or_nothing, progress=progress)
+        report.files, in_store = _survey(repo, folder)
+        reader = _Reader(
+            folder,
+            report.files,
+            in_store,
+            all_or_nothing=all_or_nothing,
+            keep_names=names,
+            progress=progress,
+        )
         try:
             if dry_run:
-                outcomes = _predict(repo, reader.items(), on_conflict)
+                result = _predict(repo, reader.items(), on_conflict, names)
             else:
-                outcomes = repo.bulk_put_stream(reader.items, on_conflict).outcomes
+                result = repo.bulk_put_stream(reader.items, on_conflict, keep_names=names)
         except _Aborted:
             report.aborted = True
-            outcomes = {}
-    report.files = len(files)
-    report.invalid = reader.invalid
+            result = BulkPutResult()
+    report.invalid = dict(sorted(reader.invalid.items()))
     if not report.aborted:
-        report.upgraded = reader.upgraded
-    lists = {"imported": report.imported, "replaced": report.replaced, "skipped": report.skipped}
-    for name, outcome in outcomes.items():
+        report.upgraded = sorted(reader.upgraded)
+        report.counts["upgraded"] = reader.upgrades
+    lists: dict[ImportOutcome, list[str]] = {
+        "imported": report.imported,
+        "replaced": report.replaced,
+        "skipped": report.skipped,
+    }
+    for name, outcome in result.outcomes.items():
         lists[outcome].append(name)
+    for outcome, listed in lists.items():
+        listed.sort()
+        report.counts[outcome] = result.count(outcome)
     return report
 
 
-def _history_owners_in_store(repo: AgentRepository, files: list[str]) -> dict[str, bool]:
-    """For each history file whose agent file is not in the folder: is that agent in the store?
-
-    Asked before the import's transaction, so the item source never queries the store itself.
-    """
-    owners = (
-        file.removesuffix(HISTORY_SUFFIX)
-        for file in files
-        if file.endswith(HISTORY_SUFFIX)
-        and not _contains(files, agent_file_name(file.removesuffix(HISTORY_SUFFIX)))
-    )
-    return {owner: repo.exists(owner) for owner in owners if is_valid_name(owner)}
+def _survey(repo: AgentRepository, folder: Folder) -> tuple[int, frozenset[str]]:
+    """How many files the folder holds, and the agents in the store among those whose history
+    file is here without their agent file: asked before the import's transaction, so the item
+    source never queries the store itself."""
+    files = 0
+    owners: list[str] = []
+    for file in folder.json_entries():
+        files += 1
+        owner = file.removesuffix(HISTORY_SUFFIX)
+        if owner != file and is_valid_name(owner) and not folder.has_json(agent_file_name(owner)):
+            owners.append(owner)
+    return files, frozenset(owner for owner in owners if repo.exists(owner))
 
 
 def _predict(
-    repo: AgentRepository, items: Iterable[ImportItem], on_conflict: ConflictPolicy
-) -> dict[str, ImportOutcome]:
-    """The outcome ``bulk_put`` would report for each item, read from the store."""
-    outcomes: dict[str, ImportOutcome] = {}
+    repo: AgentRepository,
+    items: Iterable[ImportItem],
+    on_conflict: ConflictPolicy,
+    keep_names: bool,
+) -> BulkPutResult:
+    """The outcomes ``bulk_put`` would report for the items, read from the store."""
+    result = BulkPutResult(keep_names=keep_names)
     for item in items:
         if item.agent is not None:
             exists = repo.exists(item.name)
         else:
             exists = bool(repo.get_history(item.name, limit=1).executions)
         if not exists:
-            outcomes[item.name] = "imported"
+            result.add(item.name, "imported")
         elif on_conflict == "fail":
             raise AgentExistsError(item.name)
         else:
-            outcomes[item.name] = "skipped" if on_conflict == "skip" else "replaced"
-    return outcomes
+            result.add(item.name, "skipped" if on_conflict == "skip" else "replaced")
+    return result

@@ -54,13 +54,15 @@ def put_all(
     insert: InsertAgents,
     feed: FeedStatements,
     now: datetime,
+    keep_names: bool = True,
 ) -> BulkPutResult:
-    """Put every item on ``cursor`` (in its transaction); the outcome of each by name. ``taken``
+    """Put every item on ``cursor`` (in its transaction); the outcome of each by name (or, not
+    ``keep_names``, only their counts). ``taken``
     asks for a chunk's names at once where the engine does that better than per item;
     ``insert`` inserts the new agents' rows the engine's fastest way. Each
     agent created or replaced is a change of the feed made ``now``, appended by the thousand
     (``feed.APPEND_BATCH``) with the engine's ``feed`` statements: memory stays bounded."""
-    result = BulkPutResult()
+    result = BulkPutResult(keep_names=keep_names)
     staging = _BulkStaging(cursor, insert)
     pending = iter(items)
     while chunk := list(islice(pending, BULK_AGENT_BATCH)):
@@ -71,7 +73,7 @@ def put_all(
         ids = taken(cursor, names) if len(set(names)) == len(names) else None
         for item in chunk:
             outcome = _put(cursor, item, on_conflict, staging, ids)
-            result.outcomes[item.name] = outcome
+            result.add(item.name, outcome)
             if outcome != "skipped" and item.agent is not None:
                 kind = "created" if outcome == "imported" else "updated"
                 changed(cursor, kind, item.name, item.agent.metadata.version, now)

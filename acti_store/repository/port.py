@@ -8,6 +8,7 @@ no thread: the async API is a layer on top of it (``interface.AgentRepository``)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -70,7 +71,24 @@ class ImportItem:
 
 @dataclass
 class BulkPutResult:
+    """What a bulk put did: the outcome of each agent by name, or, when told not to keep the
+    names (``bulk_put_stream(..., keep_names=False)``), only how many had each outcome."""
+
     outcomes: dict[str, ImportOutcome] = field(default_factory=dict)
+    #: Outcomes counted without their names.
+    unnamed: Counter[ImportOutcome] = field(default_factory=Counter)
+    keep_names: bool = field(default=True, repr=False, compare=False)
+
+    def add(self, name: str, outcome: ImportOutcome) -> None:
+        """Record ``name``'s outcome (a name put twice keeps its last one)."""
+        if self.keep_names:
+            self.outcomes[name] = outcome
+        else:
+            self.unnamed[outcome] += 1
+
+    def count(self, outcome: ImportOutcome) -> int:
+        """How many agents had ``outcome``, names kept or not."""
+        return self.unnamed[outcome] + sum(1 for o in self.outcomes.values() if o == outcome)
 
 
 def checked_config(
@@ -309,10 +327,17 @@ class RepositoryPort(ABC):
         checked before anything is written (``InvalidInputError`` naming them)."""
 
     def bulk_put_stream(
-        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
+        self,
+        items: Callable[[], Iterable[ImportItem]],
+        on_conflict: ConflictPolicy = "skip",
+        *,
+        keep_names: bool = True,
     ) -> BulkPutResult:
         """``bulk_put`` for more items than fit in memory: still one transaction, fed by
-        ``items()``, which is called again if the transaction is retried."""
+        ``items()``, which is called again if the transaction is retried. ``keep_names=False``
+        counts the outcomes without keeping each name (``BulkPutResult.count``): the memory of
+        a put then does not grow with the number of items. (This default holds every item at
+        once: adapters that can stream override it.)"""
         return self.bulk_put(list(items()), checked_policy(on_conflict))
 
     def close(self) -> None:

@@ -158,9 +158,15 @@ class AsyncTwins:
         return await self.acall(lambda r: r.bulk_put(items, on_conflict))
 
     async def abulk_put_stream(
-        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
+        self,
+        items: Callable[[], Iterable[ImportItem]],
+        on_conflict: ConflictPolicy = "skip",
+        *,
+        keep_names: bool = True,
     ) -> BulkPutResult:
-        return await self.acall(lambda r: r.bulk_put_stream(items, on_conflict))
+        return await self.acall(
+            lambda r: r.bulk_put_stream(items, on_conflict, keep_names=keep_names)
+        )
 
     async def aversions(self, name: str, *, limit: int | None = None) -> list[AgentVersion]:
         return await self.acall(lambda r: r.versions(name, limit=limit))

@@ -9,6 +9,7 @@ automatic (``interchange_functions``), and every result records which path ran.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -125,7 +126,9 @@ class ActiStoreBackend(Backend):
         if import_json is None:
             fallback_import(self.repo, directory)
             return f"fallback: bulk_put of {IMPORT_CHUNK} ImportItems at a time ({why})"
-        report = import_json(self.repo, directory)
+        # As ``acti-store import`` does: counts, not every name (where this version can).
+        quiet = {"names": False} if "names" in inspect.signature(import_json).parameters else {}
+        report = import_json(self.repo, directory, **quiet)
         invalid = getattr(report, "invalid", None)
         if invalid:
             raise RuntimeError(f"import_json rejected files: {dict(list(invalid.items())[:3])}")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from ...models import Agent, ExecutionHistory
-from ...validation import instances, integer
+from ...validation import flag, instances, integer
 from ...versioning import VersionLog
 from ..arguments import checked_policy, checked_source
 from ..bulk import put_all
@@ -49,18 +49,31 @@ class Interchange(Role):
         return self.bulk_put_stream(lambda: items, on_conflict)
 
     def bulk_put_stream(
-        self, items: Callable[[], Iterable[ImportItem]], on_conflict: ConflictPolicy = "skip"
+        self,
+        items: Callable[[], Iterable[ImportItem]],
+        on_conflict: ConflictPolicy = "skip",
+        *,
+        keep_names: bool = True,
     ) -> BulkPutResult:
         on_conflict = checked_policy(on_conflict)  # before any write: a typo must not replace
         checked_source(items)
+        flag(keep_names, "keep_names")
+        # A mirror writes the files of the agents put: it needs their names.
+        keep = keep_names or self._core.mirror is not None
         # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
         kind = self._core.kind
         taken, insert, feed = kind.taken_names, kind.insert_agents, kind.feed_statements()
         result = self._write(
-            lambda cursor: put_all(cursor, items(), on_conflict, taken, insert, feed, self.now()),
+            lambda cursor: put_all(
+                cursor, items(), on_conflict, taken, insert, feed, self.now(), keep
+            ),
             pipelined=False,
         )
-        written = [n for n, outcome in result.outcomes.items() if outcome != "skipped"]
-        self._core.kind.after_bulk_put(self._core.engine, len(written))
-        self._notify(*written)
+        written = result.count("imported") + result.count("replaced")
+        self._core.kind.after_bulk_put(self._core.engine, written)
+        self._notify(*(n for n, outcome in result.outcomes.items() if outcome != "skipped"))
+        if not keep_names:  # kept for the mirror only
+            result.unnamed.update(result.outcomes.values())
+            result.outcomes.clear()
+            result.keep_names = False
         return result
