@@ -240,6 +240,32 @@ def test_agent_x_history_cannot_shadow_the_history_of_x(
     assert json.loads((tmp_path / "out" / "lead_history.json").read_text())["agent_name"] == "lead"
 
 
+def test_a_history_wins_its_file_name_in_any_order_the_store_lists_names(
+    repo: SqlAgentRepository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export keeps only the agents whose names begin the current one: names that sort
+    between ``x`` and ``x_history`` (``x_a``, and ``xz`` where underscores sort last) do not make
+    it forget ``x``; in an order that skips underscores (a PostgreSQL "en_US" collation) the
+    store is asked."""
+    for name in ("lead", "lead_a", "lead_history", "leadz", "le_b", "leb_a", "le_b_history"):
+        repo.create(make_config(name))
+    run(repo, "lead", "a task")
+    run(repo, "le_b", "another task")
+    report = export_json(repo, tmp_path / "bytes")
+    assert sorted(report.not_exported) == ["le_b_history", "lead_history"]
+    listed = repo.iter_export
+
+    def skipping_underscores(page_size: int = 500) -> Any:
+        entries = sorted(listed(page_size), key=lambda entry: entry[0].name.replace("_", ""))
+        assert [agent.name for agent, _ in entries][-3:] == ["le_b", "leb_a", "le_b_history"]
+        return iter(entries)
+
+    monkeypatch.setattr(repo, "iter_export", skipping_underscores)
+    report = export_json(repo, tmp_path / "collated")
+    assert sorted(report.not_exported) == ["le_b_history", "lead_history"]
+    assert files(tmp_path / "collated") == files(tmp_path / "bytes")
+
+
 # -- round trip --------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from .files import (
     agent_file_name,
     has_history,
     history_file_name,
+    shadowed_by_history,
     write_files,
 )
 from .folder import INCOMPLETE_MARKER, SUFFIX, Folder
@@ -138,12 +139,8 @@ def _export(
     total: int,
     versions: bool,
 ) -> None:
-    kept: set[str] = set()
-    exported: set[str] = set()  # with ``versions``: whose versions file takes ``x_versions.json``
-    # Agents with a history so far. Names come in order and ``x`` sorts before ``x_history``, so
-    # when ``x_history`` comes, this says whether ``x``'s history file takes its file name
-    # (``shadowed_by_history``), as of the export's snapshot.
-    with_history: set[str] = set()
+    kept: set[str] = set()  # with ``prune``: the files to keep
+    earlier = _Earlier(repo, versions=versions)
     with (
         Folder(report.directory, create=True, durable=durable) as folder,
         folder.locked(),
@@ -152,24 +149,22 @@ def _export(
         folder.remove_temporaries()  # left by an export that was killed
         _mark_incomplete(folder, durable=durable)
         for done, (agent, history, log) in enumerate(stream, 1):
-            owner = agent.name.removesuffix("_history")
-            if has_history(history):
-                with_history.add(agent.name)
-            if owner != agent.name and owner in with_history:
+            history_owner, versions_owner = earlier.owners(agent.name, has_history(history))
+            if history_owner is not None:
                 report.not_exported[agent.name] = (
-                    f"its file {agent_file_name(agent.name)} is the history file of agent {owner!r}"
+                    f"its file {agent_file_name(agent.name)} is the history file of agent "
+                    f"{history_owner!r}"
                 )
                 kept.add(history_file_name(agent.name))
-            elif versions and _versions_owner(agent.name) in exported:
+            elif versions_owner is not None:
                 report.not_exported[agent.name] = (
                     f"its file {agent_file_name(agent.name)} is the versions file of agent "
-                    f"{_versions_owner(agent.name)!r}"
+                    f"{versions_owner!r}"
                 )
                 kept.update((history_file_name(agent.name), versions_file_name(agent.name)))
             else:
                 written = write_files(folder, agent, history)
                 if log is not None:
-                    exported.add(agent.name)
                     _write_versions(folder, agent, log, report)
                 report.agents += 1
                 report.histories += len(written) - 1
@@ -198,10 +193,62 @@ def _mark_incomplete(folder: Folder, *, durable: bool) -> None:
         folder.sync()
 
 
-def _versions_owner(name: str) -> str | None:
-    """The agent whose versions file has the name of ``name``'s agent file (``x`` for
-    ``x_versions``), None for other names."""
-    return name.removesuffix(VERSIONS_NAME) if name.endswith(VERSIONS_NAME) else None
+class _Earlier:
+    """Which earlier agent of the export's stream takes the file name of an agent's file: ``x``,
+    whose history file is ``x_history.json``, if ``x`` has a history; with ``versions``, ``x``,
+    whose versions file is ``x_versions.json``, if ``x`` was exported. As of the export's
+    snapshot, in constant memory.
+
+    Names come in the store's order, ``x`` before ``x_history``. Where that order compares
+    names a character at a time (SQLite's bytes, PostgreSQL's "C" collation, MariaDB's), every
+    name between them starts with ``x``, so only the agents whose names begin the current one
+    are kept. In byte order an owner not kept is not in the snapshot. Once a name sorts
+    (bytewise) before the one before it, the order may be a collation that skips underscores
+    (PostgreSQL's "en_US", say), which can put other names between; from then on an owner not
+    kept is asked of the store.
+    """
+
+    def __init__(self, repo: AgentRepository, *, versions: bool) -> None:
+        self.repo = repo
+        self.versions = versions
+        #: The agents seen whose names begin the current one: (name, has a history, exported).
+        self.prefixes: list[tuple[str, bool, bool]] = []
+        self.last = ""
+        self.bytewise = True
+
+    def owners(self, name: str, history: bool) -> tuple[str | None, str | None]:
+        """The agent whose history file, and the one whose versions file, is ``name``'s file
+        (None, None: ``name`` is exported). ``history``: whether ``name`` has one."""
+        self.bytewise = self.bytewise and name > self.last
+        self.last = name
+        self.prefixes = [seen for seen in self.prefixes if name.startswith(seen[0])]
+        history_owner = self._history_owner(name)
+        versions_owner = None if history_owner else self._versions_owner(name)
+        self.prefixes.append((name, history, history_owner is None and versions_owner is None))
+        return history_owner, versions_owner
+
+    def _seen(self, owner: str) -> tuple[str, bool, bool] | None:
+        return next((seen for seen in self.prefixes if seen[0] == owner), None)
+
+    def _history_owner(self, name: str) -> str | None:
+        owner = name.removesuffix("_history")
+        if owner == name:
+            return None
+        seen = self._seen(owner)
+        if seen is not None:
+            return owner if seen[1] else None
+        return None if self.bytewise else shadowed_by_history(self.repo, name)
+
+    def _versions_owner(self, name: str) -> str | None:
+        owner = name.removesuffix(VERSIONS_NAME)
+        if owner == name or not self.versions:
+            return None
+        seen = self._seen(owner)
+        if seen is not None:
+            return owner if seen[2] else None
+        if self.bytewise or not is_valid_name(owner) or not self.repo.exists(owner):
+            return None
+        return owner if shadowed_by_history(self.repo, owner) is None else None
 
 
 def _entries(
