@@ -11,9 +11,16 @@ from typing import Any, Final
 from sqlalchemy import Engine
 from sqlalchemy.pool import QueuePool
 
+#: Set in a pooled connection's ``info`` when the repository gives it back with its transaction
+#: ended (committed or rolled back): an engine whose pool would roll it back again, at the cost
+#: of a round trip, may skip that (``mariadb.reset``). Taken out by the reset, so a connection
+#: the host checks out itself (``repo.engine``) is rolled back as usual.
+ENDED: Final = "acti_store.transaction_ended"
+
 
 class PooledConnections:
-    """A connection from the engine's pool per operation (PostgreSQL, in-memory SQLite)."""
+    """A connection from the engine's pool per operation (PostgreSQL, MariaDB, in-memory
+    SQLite)."""
 
     __slots__ = ("_engine",)
 
@@ -24,6 +31,8 @@ class PooledConnections:
         return self._engine.raw_connection()
 
     def give(self, connection: Any) -> None:
+        """Give back ``connection``, its transaction ended (committed or rolled back)."""
+        connection.info[ENDED] = True
         connection.close()  # back to the pool
 
     def discard(self, connection: Any) -> None:

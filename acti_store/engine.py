@@ -351,6 +351,7 @@ def make_engine(
         statements = mariadb.session_sql(lock_timeout, read_only=read_only)
         engine = _create_engine(mariadb.store_url(resolved, own_schema), mariadb.options(kwargs))
         event.listen(engine, "connect", lambda c, _r: mariadb.connect(c, statements), insert=True)
+        event.listen(engine, "reset", mariadb.reset)
         return engine
 
     session = postgresql.session_sql(lock_timeout, read_only=read_only, schema=own_schema)

@@ -5,7 +5,8 @@ Every session of a store runs ``session_sql`` first: lock waits end within the l
 the rest, ``first_lock_wait``), timestamps are UTC, the SQL mode is strict (a value that does
 not fit is refused, never cut), transactions run at READ COMMITTED, as on PostgreSQL (a
 snapshot read asks for REPEATABLE READ: ``repository.engines.mysql``), and a read-only store's
-transactions are read-only.
+transactions are read-only. The pool rolls back a connection given back only when its
+transaction may still be open (``reset``): a round trip less per operation.
 
 ``schema=`` names a database of its own on this engine (MariaDB and MySQL have no schemas
 inside a database): the store's URL is pointed at it (``store_url``).
@@ -18,7 +19,9 @@ import re
 from typing import Any, Final
 
 from sqlalchemy.engine import URL
+from sqlalchemy.pool import PoolResetState
 
+from .connections import ENDED
 from .errors import StoreUrlError
 
 #: The oldest MariaDB acti_store runs on: the first with ``INSERT ... RETURNING``.
@@ -107,8 +110,19 @@ def store_url(url: URL, schema: str | None) -> URL:
 
 
 def options(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The engine options of a store: ``kwargs`` with the pool's recycle time. The pool rolls
-    back each connection given back (a round trip on PyMySQL even with no transaction open):
-    a host's own use of ``repo.engine`` may leave a transaction open, and a snapshot read then
-    could not set its isolation (``engines.mysql``)."""
-    return {"pool_recycle": POOL_RECYCLE, **kwargs}
+    """The engine options of a store: ``kwargs`` with the pool's recycle time, and the pool's
+    reset on check-in left to ``reset``."""
+    return {"pool_recycle": POOL_RECYCLE, "pool_reset_on_return": None, **kwargs}
+
+
+def reset(dbapi_connection: Any, record: Any, state: PoolResetState) -> None:
+    """The pool's reset of a connection given back (``PoolEvents.reset``): a ROLLBACK, which
+    PyMySQL sends as a round trip even with no transaction open, unless the transaction has
+    ended already: the repository ended it (``connections.ENDED``) or SQLAlchemy's own
+    ``Connection`` did. A host's own use of ``repo.engine`` may leave a transaction open
+    (a raw DBAPI cursor): that one is rolled back, or a snapshot read on the connection could
+    not set its isolation (``engines.mysql``)."""
+    ended = record is not None and record.info.pop(ENDED, False)
+    if ended or state.transaction_was_reset or not state.asyncio_safe:
+        return
+    dbapi_connection.rollback()
