@@ -71,7 +71,9 @@ def test_each_call_sends_no_rollback_after_its_own_commit(
     assert sent(lambda: repo.get("warm_up")) == ["SELECT", "COMMIT"]
     writes = {
         "create": lambda: repo.create(make_config("lead_qualifier")),
-        "update": lambda: repo.update("lead_qualifier", AgentUpdate(description="Updated description")),
+        "update": lambda: repo.update(
+            "lead_qualifier", AgentUpdate(description="Updated description")
+        ),
         "run": lambda: run(repo, "lead_qualifier"),
     }
     for call, write in writes.items():
