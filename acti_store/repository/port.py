@@ -8,12 +8,11 @@ no thread: the async API is a layer on top of it (``interface.AgentRepository``)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self
+from typing import Any, Protocol, Self
 
 from pydantic import ValidationError
 
@@ -41,9 +40,11 @@ from ..versioning import (
 from .arguments import CONFLICT_POLICIES as CONFLICT_POLICIES
 from .arguments import ConflictPolicy as ConflictPolicy
 from .arguments import checked_policy
+from .items import BulkPutResult as BulkPutResult
+from .items import ImportItem as ImportItem
+from .items import ImportOutcome as ImportOutcome
 
 Clock = Callable[[], datetime]
-ImportOutcome = Literal["imported", "skipped", "replaced"]
 
 
 class Mirror(Protocol):
@@ -56,39 +57,6 @@ class Mirror(Protocol):
     def sync(self, repo: RepositoryPort, names: Iterable[str]) -> None:
         """Rewrite (or remove) the files of ``names`` from the store's current state."""
         ...
-
-
-@dataclass(frozen=True)
-class ImportItem:
-    """One agent (and/or its history) to put into the store as it is, metadata included."""
-
-    name: str
-    agent: Agent | None = None
-    history: ExecutionHistory | None = None
-    #: The agent's versions (with ``agent``); None: one snapshot of its current version.
-    versions: VersionLog | None = None
-
-
-@dataclass
-class BulkPutResult:
-    """What a bulk put did: the outcome of each agent by name, or, when told not to keep the
-    names (``bulk_put_stream(..., keep_names=False)``), only how many had each outcome."""
-
-    outcomes: dict[str, ImportOutcome] = field(default_factory=dict)
-    #: Outcomes counted without their names.
-    unnamed: Counter[ImportOutcome] = field(default_factory=Counter)
-    keep_names: bool = field(default=True, repr=False, compare=False)
-
-    def add(self, name: str, outcome: ImportOutcome) -> None:
-        """Record ``name``'s outcome (a name put twice keeps its last one)."""
-        if self.keep_names:
-            self.outcomes[name] = outcome
-        else:
-            self.unnamed[outcome] += 1
-
-    def count(self, outcome: ImportOutcome) -> int:
-        """How many agents had ``outcome``, names kept or not."""
-        return self.unnamed[outcome] + sum(1 for o in self.outcomes.values() if o == outcome)
 
 
 def checked_config(
