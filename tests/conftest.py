@@ -153,6 +153,16 @@ def mysql_database(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def mysql_repo(mysql_database: str) -> Iterator[SqlAgentRepository]:
+    """A store in a fresh MariaDB database (migrated as it opens), with the real clock."""
+    store = open_repository(mysql_database)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 #: The fixture that makes an empty store on each server engine.
 _SERVER_STORES = {"postgresql": "postgres_schema", "mysql": "mysql_database"}
 

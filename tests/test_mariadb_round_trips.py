@@ -4,26 +4,22 @@ be open (``mariadb.reset``), never after the repository's own COMMIT."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pymysql
 import pytest
 from conftest import make_config
 
-from acti_store import AgentUpdate, ExecutionRecord, SearchQuery, open_repository
+from acti_store import AgentUpdate, ExecutionRecord, SearchQuery
 from acti_store.repository.sql import SqlAgentRepository
 
 pytestmark = pytest.mark.mysql
 
 
 @pytest.fixture
-def repo(mysql_database: str) -> Iterator[SqlAgentRepository]:
-    store = open_repository(mysql_database)
-    try:
-        yield store
-    finally:
-        store.close()
+def repo(mysql_repo: SqlAgentRepository) -> SqlAgentRepository:
+    return mysql_repo
 
 
 @pytest.fixture

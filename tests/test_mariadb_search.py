@@ -4,14 +4,13 @@ agent."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from conftest import make_config
 
-from acti_store import SearchQuery, open_repository
+from acti_store import SearchQuery
 from acti_store.repository import ImportItem, search
 from acti_store.repository.engines import strategy_for
 from acti_store.repository.engines.mysql import _PROBES, TRIGRAM_PROBE_CAP, covering_trigrams
@@ -22,12 +21,8 @@ pytestmark = pytest.mark.mysql
 
 
 @pytest.fixture
-def repo(mysql_database: str) -> Iterator[SqlAgentRepository]:
-    store = open_repository(mysql_database)
-    try:
-        yield store
-    finally:
-        store.close()
+def repo(mysql_repo: SqlAgentRepository) -> SqlAgentRepository:
+    return mysql_repo
 
 
 def found(repo: SqlAgentRepository, query: str, **filters: object) -> list[str]:

@@ -221,7 +221,8 @@ class _Earlier:
         (None, None: ``name`` is exported). ``history``: whether ``name`` has one."""
         self.bytewise = self.bytewise and name > self.last
         self.last = name
-        self.prefixes = [seen for seen in self.prefixes if name.startswith(seen[0])]
+        if self.prefixes:  # most names begin no other: nothing to drop
+            self.prefixes = [seen for seen in self.prefixes if name.startswith(seen[0])]
         history_owner = self._history_owner(name)
         versions_owner = None if history_owner else self._versions_owner(name)
         self.prefixes.append((name, history, history_owner is None and versions_owner is None))

@@ -137,28 +137,34 @@ class _Reader:
     def _read(self, file: str) -> Iterator[ImportItem]:
         """The item of ``file``, if valid, then those of the files read with it."""
         self._tick()
+        present = self._present(file)
         consumed: list[str] = []
-        item = self._item(file, consumed)
+        item = self._item(file, present, consumed)
         if item is not None and not (self.invalid and self.all_or_nothing):
             yield item
-        yield from self._companions(file, consumed)
+        yield from self._companions(present, consumed)
 
-    def _companions(self, file: str, consumed: list[str]) -> Iterator[ImportItem]:
-        """The files read with ``file``: those it read (``consumed``) pass on their own
-        companions; the others (it was invalid, or they hold agents) are read in their own
-        right."""
+    def _present(self, file: str) -> tuple[str, ...]:
+        """The companion files of ``file`` that are in the folder (looked up once)."""
         stem = file.removesuffix(SUFFIX)
         if not is_valid_name(stem):
-            return
-        for suffix in _COMPANIONS:
-            companion = stem + suffix
+            return ()
+        return tuple(stem + s for s in _COMPANIONS if self.folder.has_json(stem + s))
+
+    def _companions(self, present: tuple[str, ...], consumed: list[str]) -> Iterator[ImportItem]:
+        """The files read with a file (``present``, its companions in the folder): those it
+        read (``consumed``) pass on their own companions; the others (it was invalid, or they
+        hold agents) are read in their own right."""
+        for companion in present:
             if companion in consumed:
                 self._tick()
-                yield from self._companions(companion, [])
-            elif self.folder.has_json(companion):
+                yield from self._companions(self._present(companion), [])
+            else:
                 yield from self._read(companion)
 
-    def _item(self, file: str, consumed: list[str]) -> ImportItem | None:
+    def _item(self, file: str, present: tuple[str, ...], consumed: list[str]) -> ImportItem | None:
+        """``file``'s item, or None (the reason in ``invalid``); ``present``: its companions
+        in the folder, whose names are the agent's own (``parse`` checks the file name)."""
         if not is_valid_name(file.removesuffix(SUFFIX)):
             self.invalid[file] = "not an agent file name: the name before .json must be snake_case"
             return None
@@ -185,7 +191,7 @@ class _Reader:
             return ImportItem(parsed.agent_name, history=parsed)
         history_file = history_file_name(parsed.name)
         history = None
-        if self.folder.has_json(history_file):
+        if history_file in present:
             try:
                 history = self._history(history_file, consumed)
             except DocumentError as exc:
@@ -194,7 +200,7 @@ class _Reader:
                 return None
         versions_file = versions_file_name(parsed.name)
         log = None
-        if self.folder.has_json(versions_file):
+        if versions_file in present:
             try:
                 log = self._versions(versions_file, consumed, parsed)
             except DocumentError as exc:
