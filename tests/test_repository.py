@@ -504,15 +504,16 @@ def test_bulk_put_in_batches_keeps_every_agent_its_own_tags_history_and_index(
 ):
     """More agents than one INSERT carries (and not a multiple of it): ids, tags, records and
     the text index must all land on the right agent."""
-    from acti_store.repository.bulk import BULK_AGENT_BATCH
+    from acti_store.repository.engines import strategy_for
 
-    count = BULK_AGENT_BATCH * 2 + 7
+    batch = strategy_for(repo.engine.dialect.name).bulk_batch  # the engine's own batch size
+    count = batch * 2 + 7
     donor = repo.create(make_config("donor"))
     run(repo, "donor", "warm up")
     items = []
     for i in range(count):
         agent = make_config(
-            f"bulk_{i:03d}", description=f"Handles ticket queue number{i:03d}", tags=[f"t{i % 7}"]
+            f"bulk_{i:04d}", description=f"Handles ticket queue number{i:04d}", tags=[f"t{i % 7}"]
         )
         stored = donor.model_copy(update=dict(agent) | {"metadata": donor.metadata})
         history = None
@@ -541,10 +542,10 @@ def test_bulk_put_in_batches_keeps_every_agent_its_own_tags_history_and_index(
     assert result.outcomes["donor"] == "replaced"
     assert sum(o == "imported" for o in result.outcomes.values()) == count
     assert repo.get_history("donor").executions == []  # replaced: its old history went with it
-    for i in (0, 1, 49, 50, 51, 99, 100, count - 1):
-        name = f"bulk_{i:03d}"
-        assert names(repo, query=f"number{i:03d}") == [name]
-        assert name in names(repo, tags=[f"t{i % 7}"], limit=100)
+    for i in (0, 1, batch - 1, batch, batch + 1, 2 * batch - 1, 2 * batch, count - 1):
+        name = f"bulk_{i:04d}"
+        assert names(repo, query=f"number{i:04d}") == [name]
+        assert names(repo, query=name, tags=[f"t{i % 7}"]) == [name]
         history = repo.get_history(name, limit=50)
         if i % 3:
             assert history.executions == [] and history.total_executions == 0

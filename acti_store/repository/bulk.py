@@ -33,8 +33,8 @@ _Row = tuple[Prepared, dict[str, Any]]
 
 #: History records a bulk put stages before one ``executemany``.
 BULK_RECORD_BATCH: Final = 5_000
-#: Agents a bulk put inserts with one statement (17 parameters each: within the 999 parameters
-#: older SQLite builds allow).
+#: Agents a bulk put stages per batch by default (``EngineStrategy.bulk_batch``): one INSERT
+#: statement of 17 parameters each, within the 999 parameters older SQLite builds allow.
 BULK_AGENT_BATCH: Final = 50
 
 
@@ -55,17 +55,18 @@ def put_all(
     feed: FeedStatements,
     now: datetime,
     keep_names: bool = True,
+    batch: int = BULK_AGENT_BATCH,
 ) -> BulkPutResult:
     """Put every item on ``cursor`` (in its transaction); the outcome of each by name (or, not
-    ``keep_names``, only their counts). ``taken``
+    ``keep_names``, only their counts). Items go by chunks of ``batch``: ``taken``
     asks for a chunk's names at once where the engine does that better than per item;
     ``insert`` inserts the new agents' rows the engine's fastest way. Each
     agent created or replaced is a change of the feed made ``now``, appended by the thousand
     (``feed.APPEND_BATCH``) with the engine's ``feed`` statements: memory stays bounded."""
     result = BulkPutResult(keep_names=keep_names)
-    staging = _BulkStaging(cursor, insert)
+    staging = _BulkStaging(cursor, insert, batch)
     pending = iter(items)
-    while chunk := list(islice(pending, BULK_AGENT_BATCH)):
+    while chunk := list(islice(pending, batch)):
         for item in chunk:  # a stream's items are checked as they come (all or nothing still)
             instance(item, ImportItem, "items")
         names = [item.name for item in chunk]
@@ -135,15 +136,16 @@ def _put(
 
 
 class _BulkStaging:
-    """A bulk put's rows on their way in: agents by ``BULK_AGENT_BATCH`` per INSERT statement
-    (their tags and records follow once their ids are known), records by ``BULK_RECORD_BATCH``
-    per ``executemany``. Memory stays bounded however many items come through."""
+    """A bulk put's rows on their way in: agents by ``batch`` per ``insert`` (their tags and
+    records follow once their ids are known), records by ``BULK_RECORD_BATCH`` per
+    ``executemany``. Memory stays bounded however many items come through."""
 
-    __slots__ = ("_cursor", "_insert", "agents", "records")
+    __slots__ = ("_batch", "_cursor", "_insert", "agents", "records")
 
-    def __init__(self, cursor: Cursor, insert: InsertAgents) -> None:
+    def __init__(self, cursor: Cursor, insert: InsertAgents, batch: int) -> None:
         self._cursor = cursor
         self._insert = insert
+        self._batch = batch
         #: Staged agent rows by name, with their records (oldest first) and version rows.
         self.agents: dict[str, tuple[dict[str, Any], list[ExecutionRecord], list[_Row]]] = {}
         self.records: list[dict[str, Any]] = []
@@ -152,7 +154,7 @@ class _BulkStaging:
         self, values: dict[str, Any], records: list[ExecutionRecord], versions: list[_Row]
     ) -> None:
         self.agents[values["name"]] = (values, records, versions)
-        if len(self.agents) >= BULK_AGENT_BATCH:
+        if len(self.agents) >= self._batch:
             self._insert_agents()
 
     def add_records(self, agent_id: int, name: str, records: Iterable[ExecutionRecord]) -> None:

@@ -19,6 +19,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ...models import ExecutionRecord
 from ...sqlexec import Cursor, Prepared
+from ..bulk import BULK_AGENT_BATCH
 from ..feed import FeedStatements
 from ..recording import record_run
 from ..signals import ChangeSignal, counter_signal
@@ -182,6 +183,10 @@ class EngineStrategy:
         return counter_signal(engine, tenant)
 
     # -- export and bulk loading -------------------------------------------------------------------
+
+    #: Agents an import stages per batch: its names asked at once (``taken_names``), its rows
+    #: inserted at once (``insert_agents``).
+    bulk_batch: ClassVar[int] = BULK_AGENT_BATCH
 
     def export_records(
         self, cursor: Cursor, ids: list[int], page: dict[str, Any]

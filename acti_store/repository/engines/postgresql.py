@@ -140,6 +140,8 @@ EXPORT_RECORDS_OF: Final = records_of(
 
 # -- bulk loading ----------------------------------------------------------------------------------
 
+#: Agents an import stages per batch on PostgreSQL (``PostgresqlEngine.bulk_batch``).
+POSTGRES_BULK_BATCH: Final = 1_000
 #: The fewest rows ``copy_rows`` sends as one ``COPY``.
 COPY_MIN_ROWS: Final = 16
 
@@ -402,6 +404,9 @@ class PostgresqlEngine(EngineStrategy):
     count_changes = COUNT_CHANGES
     save_checkpoint = SAVE_CHECKPOINT
     notify_changes = NOTIFY_CHANGES
+    #: An import's agents by the thousand: its names go as one array and its rows by ``COPY``,
+    #: with no parameter limit, and each batch costs round trips (``bulk_batch``).
+    bulk_batch = POSTGRES_BULK_BATCH
 
     def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
         return ListenSignal(engine, tenant)

@@ -65,7 +65,7 @@ class Interchange(Role):
         taken, insert, feed = kind.taken_names, kind.insert_agents, kind.feed_statements()
         result = self._write(
             lambda cursor: put_all(
-                cursor, items(), on_conflict, taken, insert, feed, self.now(), keep
+                cursor, items(), on_conflict, taken, insert, feed, self.now(), keep, kind.bulk_batch
             ),
             pipelined=False,
         )
