@@ -44,7 +44,7 @@ from typing import Any, Final
 from . import client_scaling
 from .backends import Backend, StoreSpec, open_backend
 from .checks import Checker, check_import, digest, folder_digest
-from .measure import OpStats, code_fingerprint, first_last, run_probe, summarize
+from .measure import OpStats, code_fingerprint, first_last, percentile, run_probe, summarize
 from .report import (
     ACTI_MYSQL,
     ACTI_POSTGRES,
@@ -172,6 +172,9 @@ def run_searches(
         by_kind.setdefault(search_kind(i), []).append(latency)
     stats.extra["median_ms_by_kind"] = {
         kind: statistics.median(values) / 1e6 for kind, values in by_kind.items()
+    }
+    stats.extra["p90_ms_by_kind"] = {
+        kind: percentile(sorted(values), 0.9) / 1e6 for kind, values in by_kind.items()
     }
     if sample is not None and sample < len(searches):
         stats.extra["sampled"] = f"first {len(chosen)} of {len(searches)} searches"
