@@ -20,7 +20,8 @@ by ``acti_store.migrations.alembic_config(url, schema)``), else ``ACTI_STORE_SCH
 default schema. It is the search path of the migration's connection, so every object and the
 version table go there; it is created if missing. ``alembic check`` and autogenerate look only at
 acti_store's own tables (``acti_store.migrations.names.owned_name``): an application's tables in
-the same database or schema are not drift.
+the same database or schema are not drift, nor are the ORM's indexes a revision replaced on SQLite
+(``owned_object``).
 
 Note for future revisions: a batch rebuild of ``agents`` on SQLite drops the table, and with
 foreign keys on that would cascade into ``executions``; rebuild child tables first or avoid it.
@@ -43,7 +44,7 @@ from acti_store.engine import (
     resolve_url,
     switch_to_wal,
 )
-from acti_store.migrations.names import owned_name
+from acti_store.migrations.names import owned_name, owned_object
 from acti_store.revisions import begin_migration, end_migration, release_migration_lock
 from acti_store.schema import Base
 
@@ -83,6 +84,7 @@ def _run(connection: Connection) -> None:
         render_as_batch=True,
         compare_type=True,
         include_name=owned_name,
+        include_object=owned_object,
         version_table=VERSION_TABLE,
     )
     with context.begin_transaction():

@@ -29,7 +29,13 @@ from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from acti_store import AgentConfig, AgentRepository, SqlAgentRepository, open_repository
+from acti_store import (
+    AgentConfig,
+    AgentRepository,
+    ExecutionRecord,
+    SqlAgentRepository,
+    open_repository,
+)
 
 T = TypeVar("T")
 
@@ -368,6 +374,20 @@ def make_config(name: str = "lead_qualifier", **overrides: object) -> AgentConfi
     }
     fields.update(overrides)
     return AgentConfig.model_validate(fields)
+
+
+def make_record(**overrides: object) -> ExecutionRecord:
+    """A valid record of one successful run, with any field overridden."""
+    fields: dict[str, object] = {
+        "timestamp": datetime(2026, 1, 1, tzinfo=UTC),
+        "task": "Qualify the lead",
+        "result_summary": "Qualified",
+        "success": True,
+        "duration_seconds": 1.0,
+        "tool_calls_count": 0,
+    }
+    fields.update(overrides)
+    return ExecutionRecord.model_validate(fields)
 
 
 #: Repository methods that do no I/O: they have no async twin.

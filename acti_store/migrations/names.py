@@ -14,6 +14,7 @@ from typing import Final
 from alembic import context
 from alembic.runtime.environment import IncludeNameFn, NameFilterParentNames, NameFilterType
 from sqlalchemy import MetaData
+from sqlalchemy.schema import SchemaItem
 
 from ..engine import ENV_SCHEMA, MIGRATION_PROGRESS_TABLE, VERSION_TABLE
 from ..errors import InvalidInputError
@@ -25,12 +26,20 @@ ORM_TABLES: Final = frozenset(Base.metadata.tables)
 #: metadata: revision 0003's FTS5 table and its shadow tables and 0004's ``agents_fts_log``
 #: (SQLite, "agents_fts"), 0003's pg_trgm indexes (PostgreSQL, "ix_agents_trgm_"), 0007's
 #: stratum-and-sort indexes (PostgreSQL, "ix_agents_sort_"), 0008's trigram table and its
-#: triggers (MariaDB, "agent_trigrams") and sort indexes (MariaDB, "ix_agents_sort_").
+#: triggers (MariaDB, "agent_trigrams") and sort indexes (MariaDB, "ix_agents_sort_"), and
+#: 0012's sort indexes (SQLite, "ix_agents_sort_").
 SEARCH_INDEX_PREFIXES: Final = (
     "agents_fts",
     "ix_agents_trgm_",
     "ix_agents_sort_",
     "agent_trigrams",
+)
+
+
+#: The ORM's indexes that revision 0012 replaces on SQLite by wider ones of its own
+#: (``ix_agents_sort_<column>``, which carry the stratum and the tools): not missing there.
+SQLITE_REPLACED_INDEXES: Final = frozenset(
+    f"ix_agents_tenant_{column}" for column in ("created_at", "updated_at", "execution_count")
 )
 
 
@@ -55,6 +64,23 @@ def owned_name(
     if type_ == "table":
         return name in ORM_TABLES
     return not name.startswith(SEARCH_INDEX_PREFIXES)
+
+
+def owned_object(
+    item: SchemaItem,
+    name: str | None,
+    type_: NameFilterType,
+    reflected: bool,
+    compare_to: SchemaItem | None,
+) -> bool:
+    """``include_object`` of acti_store's own ``env.py``: every object but, on SQLite, the ORM's
+    indexes that revision 0012 replaced there (``SQLITE_REPLACED_INDEXES``)."""
+    return not (
+        type_ == "index"
+        and not reflected
+        and name in SQLITE_REPLACED_INDEXES
+        and context.get_context().dialect.name == "sqlite"
+    )
 
 
 def ignore_acti_store(

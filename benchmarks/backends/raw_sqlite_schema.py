@@ -2,8 +2,9 @@
 
 The tables, keys and side tables are the ones an acti_store SQLite store has (``acti_store.schema``
 after its migrations), written by hand: ``tenant`` on every table and leading every key acti_store
-leads with it (``agents (tenant, name)`` unique, the ``(tenant, column)`` sort indexes, the change
-feed's ``(tenant, seq)``), the version snapshots ``agent_versions``, the per-version run counters
+leads with it (``agents (tenant, name)`` unique, the ``(tenant, column)`` filter indexes and the
+``(tenant, column, stratum, tools_mask)`` sort indexes of revision 0012, the change feed's
+``(tenant, seq)``), the version snapshots ``agent_versions``, the per-version run counters
 ``agent_version_stats``, the change feed ``agent_changes`` with its per-tenant counter
 ``agent_change_counters``, and the FTS5 trigram index ``agents_fts`` fed, as acti_store feeds it,
 by triggers through the log ``agents_fts_log`` (one log row per agent whose name or description a
@@ -46,9 +47,13 @@ CREATE TABLE IF NOT EXISTS agents (
 );
 CREATE INDEX IF NOT EXISTS ix_agents_tenant_stratum ON agents (tenant, stratum);
 CREATE INDEX IF NOT EXISTS ix_agents_tenant_tools_mask ON agents (tenant, tools_mask);
-CREATE INDEX IF NOT EXISTS ix_agents_tenant_created_at ON agents (tenant, created_at);
-CREATE INDEX IF NOT EXISTS ix_agents_tenant_updated_at ON agents (tenant, updated_at);
-CREATE INDEX IF NOT EXISTS ix_agents_tenant_execution_count ON agents (tenant, execution_count);
+CREATE INDEX IF NOT EXISTS ix_agents_sort_created_at
+    ON agents (tenant, created_at, stratum, tools_mask);
+CREATE INDEX IF NOT EXISTS ix_agents_sort_updated_at
+    ON agents (tenant, updated_at, stratum, tools_mask);
+CREATE INDEX IF NOT EXISTS ix_agents_sort_execution_count
+    ON agents (tenant, execution_count, stratum, tools_mask);
+CREATE INDEX IF NOT EXISTS ix_agents_sort_name ON agents (tenant, name, stratum, tools_mask);
 CREATE TABLE IF NOT EXISTS agent_tags (
     tag TEXT NOT NULL,
     agent_id INTEGER NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
