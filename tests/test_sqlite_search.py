@@ -1,6 +1,6 @@
-"""SQLite's search walks its sort's index, and that index carries the stratum and the tools
-(revision 0012): SQLite tests them on the index entry and fetches only the rows that pass. The
-answer stays every filter's, in the sort's order."""
+"""SQLite's search walks its sort's index, and that index carries the stratum, the tools and
+the creation time (revision 0012): SQLite tests them on the index entry and fetches only the
+rows that pass. The answer stays every filter's, in the sort's order."""
 
 from __future__ import annotations
 
@@ -29,11 +29,19 @@ def test_a_filtered_search_walks_the_sort_index_that_carries_its_filters(tmp_pat
             for _ in range(i % 5):
                 repo.record_execution(name, make_record())
         engine = strategy_for("sqlite")
+        created = sorted(a.metadata.created_at for a in repo.search(SearchQuery(limit=100)))
+        since = created[len(created) // 4]
         for sort in SORTS:
-            query = SearchQuery(stratum="RAI", tools=["crm"], sort_by=sort, limit=50)
+            query = SearchQuery(
+                stratum="RAI", tools=["crm"], created_after=since, sort_by=sort, limit=50
+            )
             every = repo.search(SearchQuery(sort_by=sort, limit=100))
-            expected = [a.name for a in every if a.stratum == "RAI" and "crm" in a.tools]
-            assert len(expected) == 8
+            expected = [
+                a.name
+                for a in every
+                if a.stratum == "RAI" and "crm" in a.tools and a.metadata.created_at >= since
+            ]
+            assert 0 < len(expected) < 8
             assert [a.name for a in repo.search(query)] == expected
             with repo.engine.connect() as conn:
                 cursor = Cursor(conn.connection.cursor(), repo.engine.dialect)
@@ -50,7 +58,8 @@ def test_a_filtered_search_walks_the_sort_index_that_carries_its_filters(tmp_pat
     engine_ = sa.create_engine(url)
     try:
         with engine_.connect() as conn:
-            columns = conn.exec_driver_sql("PRAGMA index_info(ix_agents_sort_created_at)")
-            assert [row[2] for row in columns] == ["tenant", "created_at", "stratum", "tools_mask"]
+            columns = conn.exec_driver_sql("PRAGMA index_info(ix_agents_sort_updated_at)")
+            carried = ["stratum", "tools_mask", "created_at"]
+            assert [row[2] for row in columns] == ["tenant", "updated_at", *carried]
     finally:
         engine_.dispose()

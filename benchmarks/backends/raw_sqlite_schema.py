@@ -3,9 +3,9 @@
 The tables, keys and side tables are the ones an acti_store SQLite store has (``acti_store.schema``
 after its migrations), written by hand: ``tenant`` on every table and leading every key acti_store
 leads with it (``agents (tenant, name)`` unique, the ``(tenant, column)`` filter indexes and the
-``(tenant, column, stratum, tools_mask)`` sort indexes of revision 0012, the change feed's
-``(tenant, seq)``), the version snapshots ``agent_versions``, the per-version run counters
-``agent_version_stats``, the change feed ``agent_changes`` with its per-tenant counter
+sort indexes of revision 0012, which carry ``stratum``, ``tools_mask`` and ``created_at``, the
+change feed's ``(tenant, seq)``), the version snapshots ``agent_versions``, the per-version run
+counters ``agent_version_stats``, the change feed ``agent_changes`` with its per-tenant counter
 ``agent_change_counters``, and the FTS5 trigram index ``agents_fts`` fed, as acti_store feeds it,
 by triggers through the log ``agents_fts_log`` (one log row per agent whose name or description a
 write changes; every 256 logged agents are moved into the index, in the write that logs the 256th).
@@ -50,10 +50,11 @@ CREATE INDEX IF NOT EXISTS ix_agents_tenant_tools_mask ON agents (tenant, tools_
 CREATE INDEX IF NOT EXISTS ix_agents_sort_created_at
     ON agents (tenant, created_at, stratum, tools_mask);
 CREATE INDEX IF NOT EXISTS ix_agents_sort_updated_at
-    ON agents (tenant, updated_at, stratum, tools_mask);
+    ON agents (tenant, updated_at, stratum, tools_mask, created_at);
 CREATE INDEX IF NOT EXISTS ix_agents_sort_execution_count
-    ON agents (tenant, execution_count, stratum, tools_mask);
-CREATE INDEX IF NOT EXISTS ix_agents_sort_name ON agents (tenant, name, stratum, tools_mask);
+    ON agents (tenant, execution_count, stratum, tools_mask, created_at);
+CREATE INDEX IF NOT EXISTS ix_agents_sort_name
+    ON agents (tenant, name, stratum, tools_mask, created_at);
 CREATE TABLE IF NOT EXISTS agent_tags (
     tag TEXT NOT NULL,
     agent_id INTEGER NOT NULL REFERENCES agents (id) ON DELETE CASCADE,

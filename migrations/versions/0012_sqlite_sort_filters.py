@@ -1,14 +1,17 @@
-"""SQLite search: the sort indexes carry the stratum and the tools, so a search tests them there.
+"""SQLite search: the sort indexes carry the stratum, the tools and the creation time, so a
+search tests those filters on the index entry.
 
 A search on SQLite walks its sort's index and reads each filter from the row
 (``acti_store.repository.search``), stopping at ``limit`` matches. Where the filters together
 match few agents, the walk fetched most of the table's rows only to refuse them: every filter
-at once took 15 ms at 100,000 agents. ``ix_agents_sort_<column>`` on ``(tenant, column,
-stratum, tools_mask)`` replaces ``ix_agents_tenant_<column>`` for the three sorts but the name's:
-the same walk, and SQLite tests the stratum and the tools on the index entry before it fetches
-the row. ``ix_agents_sort_name`` does the same for the name's sort (the name's unique index
-stays: it keeps names unique). The run counter is not carried: every run would move its
-entries in the other indexes.
+at once took 30 ms median at 100,000 agents (94 ms p90), a creation range sorted by update
+31 ms p90. ``ix_agents_sort_<column>`` on ``(tenant, column, stratum, tools_mask, created_at)``
+(``created_at``'s own: no second ``created_at``) replaces ``ix_agents_tenant_<column>`` for the
+three sorts but the name's: the same walk, and SQLite tests those filters on the index entry
+before it fetches the row. ``ix_agents_sort_name`` does the same for the name's sort (the
+name's unique index stays: it keeps names unique). The run counter is not carried: every run
+would move its entries in the other indexes. None of the carried columns changes but by an
+update of the stratum or the tools.
 
 Other engines are not touched. The indexes are made with raw SQL, outside the ORM metadata:
 ``alembic check`` leaves them out by their prefix, and on SQLite leaves out the ORM's three
@@ -43,8 +46,8 @@ def upgrade() -> None:
     for column in _REPLACED:
         op.execute(f"DROP INDEX IF EXISTS ix_agents_tenant_{column}")
     for column in _SORTED:
-        columns = f"tenant, {column}, stratum, tools_mask"
-        op.execute(f"CREATE INDEX ix_agents_sort_{column} ON agents ({columns})")
+        carried = "stratum, tools_mask" + ("" if column == "created_at" else ", created_at")
+        op.execute(f"CREATE INDEX ix_agents_sort_{column} ON agents (tenant, {column}, {carried})")
 
 
 def downgrade() -> None:
