@@ -27,6 +27,7 @@ from acti_store import (
     import_json,
     open_repository,
 )
+from acti_store.repository.core import GROWTH_CHECK_EVERY
 from acti_store.repository.statements import GET, GET_ID, agent_from_row
 from acti_store.schema import agents
 from acti_store.sqlexec import Answer, Cursor, Prepared
@@ -217,6 +218,21 @@ def test_a_large_import_is_whole_and_leaves_statistics_for_the_planner(
         history = pg_repo.get_history(name, limit=50)
         assert history.total_executions == len(history.executions) == 20
         assert all(r.success == (int(name[-3:]) % 2 == 0) for r in history.executions)
+
+
+def test_a_store_filled_by_creates_leaves_statistics_for_the_planner(
+    pg_repo: SqlAgentRepository,
+) -> None:
+    """Creates one by one are counted: every ``GROWTH_CHECK_EVERY`` of them the store has
+    PostgreSQL gather the statistics autovacuum would gather up to a minute later."""
+    estimated = text("SELECT reltuples FROM pg_class WHERE oid = 'agents'::regclass")
+    for i in range(GROWTH_CHECK_EVERY - 1):
+        pg_repo.create(make_config(f"agent_{i:04d}"))
+    with pg_repo.engine.connect() as conn:
+        assert conn.execute(estimated).scalar() <= 0  # never analyzed
+    pg_repo.clone("agent_0000", "agent_clone")
+    with pg_repo.engine.connect() as conn:
+        assert conn.execute(estimated).scalar() == GROWTH_CHECK_EVERY
 
 
 def test_a_new_agents_rows_found_by_name_are_planned_for_their_values(

@@ -40,6 +40,9 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 #: The longest a store waits between two prunes of the change feed (``StoreCore.prune_due``).
 PRUNE_EVERY_MAX: Final = 60.0
+#: Agents a store creates one by one between two looks at the engine's statistics
+#: (``StoreCore.grew``).
+GROWTH_CHECK_EVERY: Final = 1_000
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class StoreCore:
         #: most every ``PRUNE_EVERY`` of it (``prune_due``).
         self.keep_changes = keep_changes
         self._next_prune = 0.0
+        self._created = 0  # agents created one by one since ``grew`` last looked
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self.connections = connections_for(engine)
@@ -214,6 +218,16 @@ class StoreCore:
         except AgentStoreError:
             self._next_prune = 0.0
             logger.warning("could not prune the change feed", exc_info=True)
+
+    def grew(self, created: int = 1) -> None:
+        """After a committed write that created ``created`` agents one by one: every
+        ``GROWTH_CHECK_EVERY`` of them, the engine's look at its statistics
+        (``EngineStrategy.after_growth``), so that a store filled by creates plans its searches
+        on statistics of its size, as an imported one does."""
+        self._created += created
+        if self._created >= GROWTH_CHECK_EVERY:
+            created, self._created = self._created, 0
+            self.kind.after_growth(self.engine, created)
 
     def notify(self, *names: str) -> None:
         """After a committed write: the mirror's files of ``names`` brought up to date."""

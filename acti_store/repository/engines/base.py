@@ -205,5 +205,6 @@ class EngineStrategy:
         inserted with their tags, in the import's transaction; their ids by name."""
         return insert_agents(cursor, rows)
 
-    def after_bulk_put(self, engine: Engine, written: int) -> None:
-        """After a committed import of ``written`` agents (the engine's statistics)."""
+    def after_growth(self, engine: Engine, written: int) -> None:
+        """After committed writes that added or replaced ``written`` agents (an import, or
+        ``core.GROWTH_CHECK_EVERY`` creates): the engine's statistics, where it keeps them."""

@@ -64,9 +64,10 @@ from .base import EngineStrategy, Read, Write
 
 logger = logging.getLogger(__name__)
 
-#: An import that writes at least this share of the agents already stored has PostgreSQL
-#: gather the tables' statistics at once (autovacuum's default scale factor, without its wait):
-#: a search planned on the statistics of a much smaller store walks the wrong index.
+#: Writes (an import, a thousand creates) that changed at least this share of the agents since
+#: their last analysis have PostgreSQL gather the tables' statistics at once (autovacuum's
+#: default scale factor, without its wait of up to a minute): a search planned on the
+#: statistics of a much smaller store walks the wrong index.
 ANALYZE_SHARE: Final = 0.1
 
 # -- runs ------------------------------------------------------------------------------------------
@@ -227,10 +228,10 @@ POSTGRES_BEGIN_SNAPSHOT_STATEMENT: Final = "BEGIN ISOLATION LEVEL REPEATABLE REA
 
 
 def refresh_statistics(engine: Engine, written: int) -> None:
-    """After an import of ``written`` agents: ANALYZE the agents and their tags when the agents
-    changed since their last analysis (this import's, and what the server counted before it)
+    """After writes of ``written`` agents: ANALYZE the agents and their tags when the agents
+    changed since their last analysis (these writes, and what the server counted before them)
     are ``ANALYZE_SHARE`` of the store or more, or the tables were never analyzed: autovacuum's
-    rule, without its wait. The import is committed already: a failure here is logged, not
+    rule, without its wait. The writes are committed already: a failure here is logged, not
     raised."""
     if not written:
         return
@@ -241,7 +242,7 @@ def refresh_statistics(engine: Engine, written: int) -> None:
             if rows < 0 or changed >= ANALYZE_SHARE * rows:
                 conn.execute(text("ANALYZE agents, agent_tags"))
     except Exception:
-        logger.warning("could not gather the statistics of the imported agents", exc_info=True)
+        logger.warning("could not gather the statistics of the new agents", exc_info=True)
 
 
 # -- the strategy ----------------------------------------------------------------------------------
@@ -470,5 +471,5 @@ class PostgresqlEngine(EngineStrategy):
         insert_tags(cursor, rows, ids)
         return ids
 
-    def after_bulk_put(self, engine: Engine, written: int) -> None:
+    def after_growth(self, engine: Engine, written: int) -> None:
         refresh_statistics(engine, written)

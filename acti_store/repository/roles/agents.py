@@ -47,6 +47,7 @@ class Agents(Role):
             lambda cursor: insert_agent(cursor, values, agent, message, self._core.keep_versions),
             name=config.name,
         )
+        self._core.grew()
         self._notify(config.name)
         return agent
 
@@ -135,5 +136,6 @@ class Agents(Role):
             return clone
 
         agent = self._write(work, name=new_name)
+        self._core.grew()
         self._notify(new_name)
         return agent

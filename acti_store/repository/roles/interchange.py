@@ -70,7 +70,7 @@ class Interchange(Role):
             pipelined=False,
         )
         written = result.count("imported") + result.count("replaced")
-        self._core.kind.after_bulk_put(self._core.engine, written)
+        self._core.kind.after_growth(self._core.engine, written)
         self._notify(*(n for n, outcome in result.outcomes.items() if outcome != "skipped"))
         if not keep_names:  # kept for the mirror only
             result.unnamed.update(result.outcomes.values())
