@@ -37,7 +37,8 @@ SEARCH_INDEX_PREFIXES: Final = (
 
 
 #: The ORM's indexes that revision 0012 replaces on SQLite by wider ones of its own
-#: (``ix_agents_sort_<column>``, which carry the stratum and the tools): not missing there.
+#: (``ix_agents_sort_<column>``, which carry the stratum, the tools and the creation time): not
+#: missing there.
 SQLITE_REPLACED_INDEXES: Final = frozenset(
     f"ix_agents_tenant_{column}" for column in ("created_at", "updated_at", "execution_count")
 )
