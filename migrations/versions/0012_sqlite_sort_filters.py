@@ -13,11 +13,12 @@ name's unique index stays: it keeps names unique). The run counter is not carrie
 would move its entries in the other indexes. None of the carried columns changes but by an
 update of the stratum or the tools.
 
-Other engines are not touched. The indexes are made with raw SQL, outside the ORM metadata:
-``alembic check`` leaves them out by their prefix, and on SQLite leaves out the ORM's three
-indexes they replace (``acti_store.migrations.names``). A later revision that rebuilds
-``agents`` on SQLite (batch mode) must make them again. Downgrade: the ORM's indexes are back,
-and the four are dropped.
+Other engines are not touched (on MariaDB a downgrade below 0009 is refused here already while
+other tenants hold rows, as 0011 and 0010 refuse it, before any step commits). The indexes are
+made with raw SQL, outside the ORM metadata: ``alembic check`` leaves them out by their prefix,
+and on SQLite leaves out the ORM's three indexes they replace (``acti_store.migrations.names``).
+A later revision that rebuilds ``agents`` on SQLite (batch mode) must make them again.
+Downgrade: the ORM's indexes are back, and the four are dropped.
 
 Revision ID: 0012_sqlite_sort_filters
 Revises: 0011_label_routing
@@ -29,6 +30,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from alembic import op
+
+from acti_store.column_types import MYSQL_DIALECTS
+from acti_store.migrations.guards import refuse_other_tenants
 
 revision: str = "0012_sqlite_sort_filters"
 down_revision: str | None = "0011_label_routing"
@@ -51,7 +55,16 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    if op.get_context().dialect.name != "sqlite":
+    context = op.get_context()
+    target = context.environment_context.get_revision_argument()
+    at_or_above_tenants = ("0011_label_routing", "0010_changes", "0009_tenants", "-1", "-2", "-3")
+    if context.dialect.name in MYSQL_DIALECTS and target not in at_or_above_tenants:
+        if not context.as_sql:
+            # Refused while other tenants hold rows (0009 refuses it), before this step moves
+            # the store's revision: MariaDB commits each step as it goes.
+            refuse_other_tenants()
+        return
+    if context.dialect.name != "sqlite":
         return
     for column in _SORTED:
         op.execute(f"DROP INDEX IF EXISTS ix_agents_sort_{column}")
