@@ -159,14 +159,25 @@ def mysql_database(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def mysql_repo(mysql_database: str) -> Iterator[SqlAgentRepository]:
-    """A store in a fresh MariaDB database (migrated as it opens), with the real clock."""
-    store = open_repository(mysql_database)
+def _opened(url: str) -> Iterator[SqlAgentRepository]:
+    """The store at ``url`` (migrated as it opens), with the real clock; closed afterwards."""
+    store = open_repository(url)
     try:
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def pg_repo(postgres_schema: str) -> Iterator[SqlAgentRepository]:
+    """A store in a fresh PostgreSQL schema."""
+    yield from _opened(postgres_schema)
+
+
+@pytest.fixture
+def mysql_repo(mysql_database: str) -> Iterator[SqlAgentRepository]:
+    """A store in a fresh MariaDB database."""
+    yield from _opened(mysql_database)
 
 
 #: The fixture that makes an empty store on each server engine.
@@ -377,14 +388,14 @@ def make_config(name: str = "lead_qualifier", **overrides: object) -> AgentConfi
 
 
 def make_record(**overrides: object) -> ExecutionRecord:
-    """A valid record of one successful run, with any field overridden."""
+    """A valid record of one successful run, made now, with any field overridden."""
     fields: dict[str, object] = {
-        "timestamp": datetime(2026, 1, 1, tzinfo=UTC),
-        "task": "Qualify the lead",
-        "result_summary": "Qualified",
+        "timestamp": datetime.now(UTC),
+        "task": "Qualify John",
+        "result_summary": "HIGH priority",
         "success": True,
-        "duration_seconds": 1.0,
-        "tool_calls_count": 0,
+        "duration_seconds": 1.5,
+        "tool_calls_count": 2,
     }
     fields.update(overrides)
     return ExecutionRecord.model_validate(fields)

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import wire
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
@@ -29,7 +28,6 @@ pytestmark = [
     pytest.mark.postgresql,
     pytest.mark.skipif(not POSTGRES_URL, reason=SKIP_POSTGRES),
 ]
-pg_repo = wire.pg_repo  # the fixture
 
 
 def test_an_async_write_takes_no_more_round_trips_than_the_sync_one(

@@ -1,21 +1,20 @@
 """What the round-trip tests share: ``Wire`` (the PostgreSQL round trips of a call, from libpq's
-trace), the ``pg_repo`` fixture and a ``run`` record."""
+trace) and a ``run`` record; the ``pg_repo`` fixture is conftest's."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import tempfile
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
-import pytest
+from conftest import make_record
 from psycopg import pq
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from acti_store import ExecutionRecord, SqlAgentRepository, open_repository
+from acti_store import ExecutionRecord
 
 
 def _pgconn(connection: Any) -> Any:
@@ -75,20 +74,4 @@ class Wire:
 
 
 def run(success: bool = True) -> ExecutionRecord:
-    return ExecutionRecord(
-        timestamp=datetime.now(UTC),
-        task="Qualify John",
-        result_summary="HIGH priority",
-        success=success,
-        duration_seconds=1.5,
-        tool_calls_count=2,
-    )
-
-
-@pytest.fixture
-def pg_repo(postgres_schema: str) -> Iterator[SqlAgentRepository]:
-    repository = open_repository(postgres_schema)
-    try:
-        yield repository
-    finally:
-        repository.close()
+    return make_record(success=success)

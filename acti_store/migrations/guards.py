@@ -10,6 +10,7 @@ from typing import Final
 import sqlalchemy as sa
 from alembic import op
 
+from ..column_types import MYSQL_DIALECTS
 from ..errors import SchemaVersionError
 from ..revisions import end_migration
 
@@ -40,6 +41,18 @@ def isolate_tenants(tables: Sequence[str]) -> None:
             f"CREATE POLICY {POLICY} ON {table} "
             f"USING (tenant = {SETTING}) WITH CHECK (tenant = {SETTING})"
         )
+
+
+def refuse_leaving_tenants(kept: Sequence[str]) -> None:
+    """A downgrade step above 0009_tenants, on MariaDB: ``refuse_other_tenants`` unless the
+    command's destination is one of ``kept`` (revisions, or targets relative to the head, that
+    keep tenants). MariaDB commits each step's DDL as it goes, so each step checks before it
+    changes anything or moves the store's revision. Not when printing SQL (no rows to read)."""
+    context = op.get_context()
+    environment = context.environment_context  # None: no destination known, so checked
+    target = environment.get_revision_argument() if environment is not None else None
+    if context.dialect.name in MYSQL_DIALECTS and target not in kept and not context.as_sql:
+        refuse_other_tenants()
 
 
 def refuse_other_tenants(tables: Sequence[str] = TENANT_TABLES_0009) -> None:

@@ -219,12 +219,12 @@ class StoreCore:
             self._next_prune = 0.0
             logger.warning("could not prune the change feed", exc_info=True)
 
-    def grew(self, created: int = 1) -> None:
-        """After a committed write that created ``created`` agents one by one: every
-        ``GROWTH_CHECK_EVERY`` of them, the engine's look at its statistics
-        (``EngineStrategy.after_growth``), so that a store filled by creates plans its searches
-        on statistics of its size, as an imported one does."""
-        self._created += created
+    def grew(self) -> None:
+        """After a committed write that created one agent: every ``GROWTH_CHECK_EVERY`` of
+        them, the engine's look at its statistics (``EngineStrategy.after_growth``), so that a
+        store filled by creates plans its searches on statistics of its size, as an imported
+        one does."""
+        self._created += 1
         if self._created >= GROWTH_CHECK_EVERY:
             created, self._created = self._created, 0
             self.kind.after_growth(self.engine, created)

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
-from acti_store.migrations.guards import isolate_tenants, refuse_other_tenants
+from acti_store.column_types import TABLE_OPTIONS, TIMESTAMP
+from acti_store.migrations.guards import isolate_tenants, refuse_leaving_tenants
 
 revision: str = "0010_changes"
 down_revision: str | None = "0009_tenants"
@@ -77,12 +77,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    context = op.get_context()
-    target = context.environment_context.get_revision_argument()
-    below_tenants = target not in ("0009_tenants", "-1")
-    if context.dialect.name in MYSQL_DIALECTS and below_tenants and not context.as_sql:
-        # Refused while other tenants hold rows (0009 refuses it): MariaDB's DDL cannot be
-        # rolled back, so before this revision drops anything.
-        refuse_other_tenants()
+    # Refused while other tenants hold rows (0009 refuses it), before this revision drops
+    # anything: MariaDB's DDL cannot be rolled back.
+    refuse_leaving_tenants(("0009_tenants", "-1"))
     for table in reversed(TABLES):
         op.drop_table(table)

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from acti_store.column_types import DOUBLE_FLOAT, MYSQL_DIALECTS, TABLE_OPTIONS
-from acti_store.migrations.guards import isolate_tenants, refuse_other_tenants
+from acti_store.column_types import DOUBLE_FLOAT, TABLE_OPTIONS
+from acti_store.migrations.guards import isolate_tenants, refuse_leaving_tenants
 
 revision: str = "0011_label_routing"
 down_revision: str | None = "0010_changes"
@@ -90,13 +90,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    context = op.get_context()
-    target = context.environment_context.get_revision_argument()
-    below_tenants = target not in ("0010_changes", "0009_tenants", "-1")
-    if context.dialect.name in MYSQL_DIALECTS and below_tenants and not context.as_sql:
-        # Refused while other tenants hold rows (0009 refuses it): MariaDB's DDL cannot be
-        # rolled back, so before this revision drops anything.
-        refuse_other_tenants()
+    # Refused while other tenants hold rows (0009 refuses it), before this revision drops
+    # anything: MariaDB's DDL cannot be rolled back.
+    refuse_leaving_tenants(("0010_changes", "0009_tenants", "-1"))
     with op.batch_alter_table("agent_label_moves") as batch:
         for column in reversed(MOVE_COLUMNS):
             batch.drop_column(column)

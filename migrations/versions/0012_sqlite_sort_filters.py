@@ -31,8 +31,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from acti_store.column_types import MYSQL_DIALECTS
-from acti_store.migrations.guards import refuse_other_tenants
+from acti_store.migrations.guards import refuse_leaving_tenants
 
 revision: str = "0012_sqlite_sort_filters"
 down_revision: str | None = "0011_label_routing"
@@ -55,16 +54,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    context = op.get_context()
-    target = context.environment_context.get_revision_argument()
-    at_or_above_tenants = ("0011_label_routing", "0010_changes", "0009_tenants", "-1", "-2", "-3")
-    if context.dialect.name in MYSQL_DIALECTS and target not in at_or_above_tenants:
-        if not context.as_sql:
-            # Refused while other tenants hold rows (0009 refuses it), before this step moves
-            # the store's revision: MariaDB commits each step as it goes.
-            refuse_other_tenants()
-        return
-    if context.dialect.name != "sqlite":
+    # Refused while other tenants hold rows (0009 refuses it), before this step moves the
+    # store's revision: MariaDB commits each step as it goes.
+    refuse_leaving_tenants(("0011_label_routing", "0010_changes", "0009_tenants", "-1", "-2", "-3"))
+    if op.get_context().dialect.name != "sqlite":
         return
     for column in _SORTED:
         op.execute(f"DROP INDEX IF EXISTS ix_agents_sort_{column}")
