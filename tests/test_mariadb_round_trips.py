@@ -75,6 +75,11 @@ def test_each_call_sends_no_rollback_after_its_own_commit(
     for call, write in writes.items():
         statements = sent(write)
         assert statements[-1] == "COMMIT" and "ROLLBACK" not in statements, (call, statements)
+    # A run reads nothing back: its record and its version's counters take the agent's id and
+    # version from the row its counters' UPDATE locked.
+    assert sent(lambda: run(repo, "lead_qualifier")) == [
+        "UPDATE", "INSERT", "INSERT", "DELETE", "COMMIT"
+    ]  # fmt: skip
     # A snapshot read ends with its ROLLBACK, and the pool sends no second one.
     searched = sent(lambda: repo.search(SearchQuery(query="lead")))
     assert searched.count("ROLLBACK") + searched.count("COMMIT") == 1

@@ -3,9 +3,10 @@ the version that ran and the 50-record FIFO trim.
 
 ``record_run`` (every engine's by default, SQLite's): the counters' UPDATE returns the agent's
 id and version, then the rest follows. An engine may send it otherwise (PostgreSQL: one
-statement of data-modifying CTEs, ``engines.postgresql.send_run``), with these statements'
-parts; when its statement changes nothing, ``why_unrecorded`` says why, from the agent's row as
-read after.
+statement of data-modifying CTEs, ``engines.postgresql.send_run``; MariaDB: the record inserted
+by name, ``engines.mysql.record_run``), with these statements' parts (``run_record``,
+``PINNED_EXISTS``, ``RAN``); when its statement changes nothing, ``why_unrecorded`` says why,
+from the agent's row as read after.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from sqlalchemy import Integer, bindparam, case, delete, or_, select, update
+from sqlalchemy import Integer, String, bindparam, case, delete, func, or_, select, update
+from sqlalchemy.sql import ColumnElement, Select
 
 from ..errors import AgentNotFoundError, StoreUnavailableError
 from ..models import COUNTER_MAX, HISTORY_MAX_RECORDS, ExecutionRecord
-from ..schema import UtcDateTime, agents, executions
+from ..schema import Counter, UtcDateTime, agents, executions
 from ..sqlexec import Cursor, Prepared
+from ..tenancy import TENANT, tenant_param
 from .deadline import TryAgain
-from .statements import BY_NAME, INSERT_EXECUTION, record_values
+from .statements import BY_NAME, EXECUTION_COLUMNS, INSERT_EXECUTION, record_values
 from .versions import version_that_ran
 
 _timestamp = bindparam("timestamp", type_=UtcDateTime())
@@ -57,6 +60,37 @@ def _trim(agent_id: Any) -> Prepared:
             .offset(HISTORY_MAX_RECORDS)
             .scalar_subquery(),
         )
+    )
+
+
+#: The version a run is pinned to (``could_run``): a 64-bit integer like the version column it is
+#: compared with (the dialect casts it: typed when None). An ``Integer`` here made PostgreSQL
+#: refuse no run but record none pinned past 2**31 - 1 (issue 25).
+PINNED: Final = bindparam("pinned", type_=Counter)
+#: Of an agent's row: the pinned version (if any) exists.
+PINNED_EXISTS: Final = or_(PINNED.is_(None), PINNED.between(1, agents.c.version))
+#: Of an agent's row: the version that ran, the pinned one or else the current one.
+RAN: Final = func.coalesce(PINNED, agents.c.version)
+#: The columns of a run's record, in ``run_record``'s order.
+RUN_RECORD_KEYS: Final = (
+    "agent_id",
+    "agent_name",
+    *(c.name for c in EXECUTION_COLUMNS),
+    "agent_version",
+    TENANT,
+)
+
+
+def run_record(agent_id: ColumnElement[Any], ran: ColumnElement[Any]) -> Select[Any]:
+    """A run's record, for ``insert(executions).from_select(RUN_RECORD_KEYS, ...)``: its
+    parameters (``record_values``, ``name``) beside ``agent_id`` and the version that ran
+    (``ran``), columns of the statement it is part of."""
+    return select(
+        agent_id,
+        bindparam("name", type_=String()),
+        *(bindparam(c.name, type_=c.type) for c in EXECUTION_COLUMNS),
+        ran,
+        tenant_param(),
     )
 
 

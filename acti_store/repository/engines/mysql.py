@@ -5,17 +5,18 @@ PostgreSQL, with no statement of its own before its first; a snapshot read (the 
 search's) asks for REPEATABLE READ and ``START TRANSACTION WITH CONSISTENT SNAPSHOT``; the lock
 wait is the session's (``innodb_lock_wait_timeout``, whole seconds rounded down, so a wait never
 outlasts the deadline: the rest is retried for), set for a write and put back after. Many rows go
-in as one multi-row ``VALUES``. An UPDATE returns no rows here, so a run's counters are moved
-and the agent's id and version read after, under the row lock the UPDATE took; the version's
-counters by ``INSERT ... ON DUPLICATE KEY UPDATE``. A subquery with ``LIMIT`` is not allowed
-under ``IN``: the export reads its page's records through a derived table. Text queries probe
-the trigram table ``agent_trigrams`` first (``MariadbTrigramIndex``).
+in as one multi-row ``VALUES``. An UPDATE returns no rows here, so a run's record and its
+version's counters (``INSERT ... ON DUPLICATE KEY UPDATE``) take the agent's id and version
+from its row, under the row lock the counters' UPDATE took, with no round trip to read them.
+A subquery with ``LIMIT`` is not allowed under ``IN``: the export reads its page's records
+through a derived table. Text queries probe the trigram table ``agent_trigrams`` first
+(``MariadbTrigramIndex``).
 Connection policy: ``acti_store.mariadb``; error numbers: ``acti_store.dberrors``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ from sqlalchemy import (
     String,
     bindparam,
     case,
+    insert,
     literal,
     or_,
     select,
@@ -41,33 +43,48 @@ from ...schema import agents, change_counters, executions, version_stats
 from ...sqlexec import Cursor, Prepared
 from ...tenancy import tenant_param
 from ..feed import checkpoint_saved, counter_moved
-from ..recording import RUN_COUNTERS, counter_values, record_counted_run
-from ..statements import BY_NAME, EXPORT_PAGE, records_of
+from ..recording import (
+    PINNED_EXISTS,
+    RAN,
+    RUN_COUNTERS,
+    RUN_RECORD_KEYS,
+    TRIM_BY_NAME,
+    could_run,
+    counter_values,
+    run_record,
+    why_unrecorded,
+)
+from ..statements import BY_NAME, EXPORT_PAGE, record_values, records_of
 from ..version_statements import RUN_TIME, STATS_KEYS
 from .base import EngineStrategy, Read, Write
 
 #: Move an agent's counters for one run (its row count: 0 when there is no such agent).
 _MOVE_COUNTERS: Final = Prepared(update(agents).where(BY_NAME).values(RUN_COUNTERS))
-#: The agent's id and version, read after ``_MOVE_COUNTERS`` (whose row lock it holds).
-_ID_AND_VERSION: Final = Prepared(select(agents.c.id, agents.c.version).where(BY_NAME))
+#: A run's record inserted, its agent's id and the version that ran read from the agent's row
+#: (which ``_MOVE_COUNTERS`` locked) where the pinned version exists: no row, nothing recorded.
+INSERT_RUN: Final = Prepared(
+    insert(executions).from_select(
+        list(RUN_RECORD_KEYS), run_record(agents.c.id, RAN).where(BY_NAME, PINNED_EXISTS)
+    )
+)
 
 
 def _count_run() -> Prepared:
-    """One run of a version counted, its first inserting the version's row: MariaDB's upsert
-    (parameters ``agent_id``, ``version``, ``succeeded``, ``failed``, ``duration``,
-    ``timestamp``)."""
+    """One run of a version counted, its first inserting the version's row: MariaDB's upsert,
+    its agent's id and the version that ran read from the agent's row (parameters ``name``,
+    ``pinned``, ``succeeded``, ``failed``, ``duration``, ``timestamp``)."""
     counted = mysql_insert(version_stats).from_select(
         list(STATS_KEYS),
         select(
-            bindparam("agent_id", type_=Integer()),
-            bindparam("version", type_=version_stats.c.version.type),
+            agents.c.id,
+            RAN,
             literal(1),
             bindparam("succeeded", type_=Integer()),
             bindparam("failed", type_=Integer()),
             bindparam("duration", type_=version_stats.c.duration_total.type),
             RUN_TIME,
             tenant_param(),
-        ),
+        ).where(BY_NAME),
     )
     stats, ran = version_stats.c, counted.inserted
     last = stats.last_executed_at
@@ -101,13 +118,17 @@ def _ids_by_name(count: int) -> Prepared:
 
 
 def record_run(cursor: Cursor, name: str, record: ExecutionRecord, pinned: int | None) -> None:
-    """``recording.record_run`` without UPDATE ... RETURNING, which MariaDB lacks."""
+    """``recording.record_run`` without UPDATE ... RETURNING, which MariaDB lacks, and with no
+    round trip to read what it returns: the record and the version's counters take the agent's
+    id and version from its row, locked by the counters' UPDATE (``pinned``: ``could_run``)."""
     if cursor.execute(_MOVE_COUNTERS, counter_values(record) | {"name": name}) == 0:
         raise AgentNotFoundError(name)
-    row = cursor.first(_ID_AND_VERSION, {"name": name})
-    if row is None:  # cannot happen: the row is locked by this transaction's UPDATE
-        raise AgentNotFoundError(name)
-    record_counted_run(cursor, name, record, row, pinned, COUNT_RUN)
+    values = record_values(0, name, record) | counter_values(record)
+    values |= {"name": name, "pinned": pinned, "duration": record.duration_seconds}
+    if cursor.execute(INSERT_RUN, values) == 0:  # raises why; the write is rolled back
+        why_unrecorded(cursor, name, pinned)
+    cursor.send(COUNT_RUN, values)
+    cursor.send(TRIM_BY_NAME, {"name": name})
 
 
 #: How many candidates a text probe collects before it treats its words as common.
@@ -167,6 +188,7 @@ class MariadbTrigramIndex:
     changed_ids: Select[Any] | None = None
     exact: bool = False
     ids_as_json: bool = False  # JSON_TABLE needs MariaDB 10.6
+    walks_first: bool = False  # its probe stops itself (``LIMIT ROWS EXAMINED``)
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         grams = covering_trigrams(words)
@@ -176,6 +198,11 @@ class MariadbTrigramIndex:
             return None
         found.remove(0)
         return found if len(found) <= TRIGRAM_PROBE_CAP else None
+
+    def walk(
+        self, cursor: Cursor, prepared: Prepared, values: Mapping[str, Any]
+    ) -> list[Sequence[Any]] | None:
+        return None  # never asked: it does not walk first
 
 
 def _count_changes() -> Prepared:
@@ -224,6 +251,9 @@ class MysqlEngine(EngineStrategy):
     def record_execution(
         self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None
     ) -> None:
+        if not could_run(version):  # no agent has such a version: raises why
+            read(lambda cursor: why_unrecorded(cursor, name, version))
+            return
         write(lambda cursor: record_run(cursor, name, record, version))
 
     def taken_names(self, cursor: Cursor, names: list[str]) -> dict[str, Sequence[Any]] | None:

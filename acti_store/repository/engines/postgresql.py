@@ -27,7 +27,6 @@ from sqlalchemy import (
     bindparam,
     func,
     insert,
-    or_,
     select,
     text,
     update,
@@ -39,22 +38,25 @@ from sqlalchemy.util import await_only
 
 from ...engine import wait_ms
 from ...models import ExecutionRecord
-from ...schema import Counter, agents, executions
+from ...schema import agents, executions
 from ...sqlexec import Answer, Compiled, Cursor, Prepared
-from ...tenancy import TENANT, TENANT_SETTING, tenant_param
+from ...tenancy import TENANT_SETTING, tenant_param
 from ..feed import count_changes, save_checkpoint
 from ..recording import (
+    PINNED_EXISTS,
+    RAN,
     RUN_COUNTERS,
+    RUN_RECORD_KEYS,
     TRIM_BY_NAME,
     could_run,
     counter_values,
+    run_record,
     why_unrecorded,
 )
 from ..signals import ChangeSignal, own_connection
 from ..statements import (
     AGENT_KEYS,
     BY_NAME,
-    EXECUTION_COLUMNS,
     insert_tags,
     record_values,
     records_of,
@@ -73,28 +75,17 @@ ANALYZE_SHARE: Final = 0.1
 # -- runs ------------------------------------------------------------------------------------------
 
 
-#: The version a run is pinned to (``could_run``): a 64-bit integer like the version column it is
-#: compared with (the dialect casts it: typed when None). An ``Integer`` here made PostgreSQL
-#: refuse no run but record none pinned past 2**31 - 1 (issue 25).
-_pinned = bindparam("pinned", type_=Counter)
 #: The agent's counters moved, where the pinned version (if any) exists; its id and the version
 #: that ran.
 _bumped = (
     update(agents)
-    .where(BY_NAME, or_(_pinned.is_(None), _pinned.between(1, agents.c.version)))
+    .where(BY_NAME, PINNED_EXISTS)
     .values(RUN_COUNTERS)
-    .returning(agents.c.id, func.coalesce(_pinned, agents.c.version).label("ran"))
+    .returning(agents.c.id, RAN.label("ran"))
     .cte("bumped")
 )
 _inserted = insert(executions).from_select(
-    ["agent_id", "agent_name", *(c.name for c in EXECUTION_COLUMNS), "agent_version", TENANT],
-    select(
-        _bumped.c.id,
-        bindparam("name", type_=String()),
-        *(bindparam(c.name, type_=c.type) for c in EXECUTION_COLUMNS),
-        _bumped.c.ran,
-        tenant_param(),
-    ),
+    list(RUN_RECORD_KEYS), run_record(_bumped.c.id, _bumped.c.ran)
 )
 #: A run counted for its agent and its version, and its record inserted; returns the agent's id
 #: (no row: nothing was recorded).
