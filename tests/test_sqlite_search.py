@@ -4,14 +4,19 @@ rows that pass. The answer stays every filter's, in the sort's order."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from conftest import make_config, make_record
 
-from acti_store import SearchQuery, open_repository
+from acti_store import AgentUpdate, SearchQuery, open_repository
 from acti_store.repository import search
+from acti_store.repository.engines import sqlite as sqlite_engine
 from acti_store.repository.engines import strategy_for
+from acti_store.repository.engines.sqlite import FtsTrigramIndex
 from acti_store.sqlexec import Cursor, Prepared
 
 SORTS = ("name", "created_at", "updated_at", "execution_count")
@@ -63,3 +68,81 @@ def test_a_filtered_search_walks_the_sort_index_that_carries_its_filters(tmp_pat
             assert [row[2] for row in columns] == ["tenant", "updated_at", *carried]
     finally:
         engine_.dispose()
+
+
+def test_a_common_word_is_found_by_the_walk_and_a_rare_one_by_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search walks its sort's order first: a common word fills the page there and the
+    trigram index is not probed at all; a rare word's walk stops at its time
+    (``WALK_SECONDS``, none here) and the probe's ids answer. Either way, every match in the
+    sort's order."""
+    repo = open_repository(f"sqlite:///{tmp_path / 'store.db'}")
+    rare = (17, 250)
+    try:
+        for i in range(300):
+            zebra = " Watches the zebra crossing." if i in rare else ""
+            repo.create(make_config(f"agent_{i:03}", description=f"Qualifies leads.{zebra}"))
+        probed: list[Sequence[str]] = []
+        probe = FtsTrigramIndex.probe
+
+        def counted(index: FtsTrigramIndex, cursor: Cursor, words: Sequence[str]) -> Any:
+            probed.append(words)
+            return probe(index, cursor, words)
+
+        monkeypatch.setattr(FtsTrigramIndex, "probe", counted)
+        monkeypatch.setattr(sqlite_engine, "WALK_SECONDS", 0.0)
+
+        def found(**fields: Any) -> list[str]:
+            return [a.name for a in repo.search(SearchQuery.model_validate(fields))]
+
+        assert found(query="LEADS", limit=5) == [f"agent_{i:03}" for i in range(5)]
+        assert found(query="leads", sort_by="created_at", limit=3) == [
+            "agent_299", "agent_298", "agent_297"
+        ]  # fmt: skip
+        assert probed == []
+        assert found(query="zebra") == ["agent_017", "agent_250"]
+        assert found(query="Zebra", sort_by="created_at") == ["agent_250", "agent_017"]
+        assert probed == [["zebra"], ["zebra"]]
+        monkeypatch.undo()  # the walk's own time: 300 agents are walked in it
+        assert found(query="zebra crossing") == ["agent_017", "agent_250"]
+    finally:
+        repo.close()
+
+
+def test_a_count_of_a_word_looks_its_matches_up_and_counts_only_its_tenant(
+    tmp_path: Path,
+) -> None:
+    """``count`` (what ``search_agents`` adds to a full page) takes the trigram index's whole
+    match and looks each agent up by id, rather than testing every agent with ``LIKE``; the
+    index holds every tenant's agents, and the count only the store's own."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    acme, globex = open_repository(url, tenant="acme"), open_repository(url, tenant="globex")
+    try:
+        for i in range(40):
+            for repo, every in ((acme, 2), (globex, 3)):
+                words = "Qualifies leads" if i % every else "Books meetings"
+                stratum = "RAI" if i % 4 else "EEI"
+                repo.create(make_config(f"agent_{i:02}", description=words, stratum=stratum))
+        acme.update("agent_01", AgentUpdate(description="Books meetings"))  # in the index's log
+        assert acme.count(SearchQuery(query="LEADS")) == 19
+        assert globex.count(SearchQuery(query="leads")) == 26
+        assert acme.count(SearchQuery(query="leads", stratum="EEI")) == 0
+        assert globex.count(SearchQuery(query="leads qualifies", stratum="EEI")) == 6
+        assert acme.count(SearchQuery(query="meetings")) == 21
+        with acme.engine.connect() as conn:
+            cursor = Cursor(conn.connection.cursor(), acme.engine.dialect)
+            cursor.tenant = acme.tenant
+            engine = strategy_for("sqlite")
+            query = SearchQuery(query="leads", stratum="RAI")
+            shape, values = search._bound(cursor, query, engine, text_by="match")
+            compiled = search._counted_among(shape, engine.text_index, FtsTrigramIndex.matches)
+            sql = Prepared(compiled).compiled(acme.engine.dialect)
+            params = sql.params({"tenant": acme.tenant, **values})
+            explained = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql.sql, tuple(params))
+            plan = [row[3] for row in explained]
+        reads = [s for s in plan if s.split(" ")[:2] in (["SCAN", "agents"], ["SEARCH", "agents"])]
+        assert reads == ["SEARCH agents USING INTEGER PRIMARY KEY (rowid=?)"], plan
+    finally:
+        acme.close()
+        globex.close()

@@ -136,8 +136,17 @@ def _workload(url: str, folder: Path) -> None:
         repo.close()
 
 
+class _NoClock:
+    """A driver connection stand-in: SQLite's walk sets its progress handler on it."""
+
+    def set_progress_handler(self, *_: Any) -> None:
+        return None
+
+
 class _Canned:
     """A ``sqlexec.Cursor`` stand-in for the search: every statement answers ``rows``."""
+
+    driver = _NoClock()
 
     def __init__(self, rows: list[tuple[int]]) -> None:
         self.rows = rows
@@ -169,15 +178,21 @@ def _queries() -> Iterator[SearchQuery]:
 
 def _search_statements(engine_name: str) -> None:
     """The search's statements of many shapes, for an engine's strategy; a probe that finds
-    a few ids (an id list) and one that fills up (common words: none)."""
-    for answers in ([(0,), (7,)], [(7,)] * 1000):
-        engine = strategy_for(engine_name)
+    a few ids (an id list) and one that fills up (common words: none); where the engine's
+    index walks first (SQLite's), with the walk and without it."""
+    engine = strategy_for(engine_name)
+    index = engine.text_index
+    walks = (True, False) if index is not None and index.walks_first else (False,)
+    for answers, walk in itertools.product(([(0,), (7,)], [(7,)] * 1000), walks):
         cursor: Any = _Canned(answers)
-        for query in _queries():
-            search.search_rows(cursor, query, engine)
-            search.page_rows(cursor, query, None, engine)
-            value = None if query.sort_by == "name" else 3
-            search.page_rows(cursor, query, SortKey(value, "m"), engine)
+        with pytest.MonkeyPatch.context() as patched:
+            if index is not None:
+                patched.setattr(type(index), "walks_first", walk)
+            for query in _queries():
+                search.search_rows(cursor, query, engine)
+                search.page_rows(cursor, query, None, engine)
+                value = None if query.sort_by == "name" else 3
+                search.page_rows(cursor, query, SortKey(value, "m"), engine)
 
 
 @pytest.fixture(scope="module")

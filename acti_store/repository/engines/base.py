@@ -9,7 +9,7 @@ what it does otherwise. Connection policy (``acti_store.engine``) and error code
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar
 
 from sqlalchemy import Engine
@@ -66,10 +66,29 @@ class TextIndex(Protocol):
     #: each.
     ids_as_json: bool
 
+    #: The ids of the agents outside ``changed_ids`` whose indexed text holds every word of the
+    #: parameter ``matched`` (``match_value``), all of them: a count's (None: a count probes).
+    matches: Select[Any] | None
+
+    #: A search walks the sort's order first, every word tested by ``LIKE``, for as long as
+    #: the probe would take (``walk``); else it probes first.
+    walks_first: bool
+
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         """The ids of the agents outside ``changed_ids`` whose indexed text holds every one of
         ``words`` (with ``exact`` unset: at least those); None when they are too many to be
         worth an id list (common words)."""
+        ...
+
+    def match_value(self, words: Sequence[str]) -> str:
+        """With ``matches``: the value of its parameter ``matched`` for ``words``."""
+        ...
+
+    def walk(
+        self, cursor: Cursor, prepared: Prepared, values: Mapping[str, Any]
+    ) -> list[Sequence[Any]] | None:
+        """With ``walks_first``: the rows of the search ``prepared``, or None when it walked
+        as long as a probe takes without filling its page (its words are rare there)."""
         ...
 
 

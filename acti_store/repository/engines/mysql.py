@@ -189,6 +189,7 @@ class MariadbTrigramIndex:
     exact: bool = False
     ids_as_json: bool = False  # JSON_TABLE needs MariaDB 10.6
     walks_first: bool = False  # its probe stops itself (``LIMIT ROWS EXAMINED``)
+    matches: Select[Any] | None = None
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         grams = covering_trigrams(words)
@@ -198,6 +199,9 @@ class MariadbTrigramIndex:
             return None
         found.remove(0)
         return found if len(found) <= TRIGRAM_PROBE_CAP else None
+
+    def match_value(self, words: Sequence[str]) -> str:
+        raise NotImplementedError("no whole match: a count probes")
 
     def walk(
         self, cursor: Cursor, prepared: Prepared, values: Mapping[str, Any]

@@ -12,7 +12,9 @@ connection, which costs no round trips; the version's counters by the upsert Pos
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from sqlalchemy import Engine, Integer, bindparam, column, literal_column, select, table, text
@@ -46,27 +48,77 @@ FTS_PROBE_CAP: Final = 1000
 _FTS_LOGGED: Final[Select[tuple[Any]]] = select(column("agent_id")).select_from(
     table("agents_fts_log")
 )
-#: Agents outside the log whose indexed text matches a MATCH expression, up to the cap.
-_FTS_PROBE: Final = Prepared(
-    text(
-        "SELECT rowid FROM agents_fts WHERE agents_fts MATCH :fts_query "
-        f"AND rowid NOT IN (SELECT agent_id FROM agents_fts_log) LIMIT {FTS_PROBE_CAP}"
-    )
+#: Agents outside the log whose indexed text matches the MATCH expression ``:{parameter}``.
+_FTS_MATCHES: Final = (
+    "SELECT rowid AS id FROM agents_fts WHERE agents_fts MATCH :{parameter} "
+    "AND rowid NOT IN (SELECT agent_id FROM agents_fts_log)"
 )
+#: ... up to the cap.
+_FTS_PROBE: Final = Prepared(
+    text(_FTS_MATCHES.format(parameter="fts_query") + f" LIMIT {FTS_PROBE_CAP}")
+)
+
+
+def fts_phrases(words: Sequence[str]) -> str:
+    """The MATCH expression of agents holding every one of ``words``: each a quoted phrase."""
+    return " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+#: VM steps between two looks at the walk's clock (``FtsTrigramIndex.walk``): a few µs apart.
+WALK_TICK: Final = 1_000
+#: How long a search walks before it probes instead: about what the capped probe of a common
+#: word costs, which it saves when its page fills in that time.
+WALK_SECONDS: Final = 0.002
 
 
 class FtsTrigramIndex:
     """``agents_fts``, probed for the words of three characters or more, up to
-    ``FTS_PROBE_CAP`` matches among the agents outside the log (``search._text_values``)."""
+    ``FTS_PROBE_CAP`` matches among the agents outside the log (``search._text_values``).
+    A search walks first (``walk``): a word common enough to fill the probe's cap fills a page
+    soon in any order, and then the probe is not run at all."""
 
     min_word: int = FTS_MIN_WORD
     changed_ids: Select[Any] | None = _FTS_LOGGED
     exact: bool = True
     ids_as_json: bool = True
+    matches: Select[Any] | None = (
+        text(_FTS_MATCHES.format(parameter="matched"))
+        .columns(column("id", Integer()))
+        .subquery()
+        .select()
+    )
+    walks_first: bool = True
+
+    def match_value(self, words: Sequence[str]) -> str:
+        return fts_phrases(words)
+
+    def walk(
+        self, cursor: Cursor, prepared: Prepared, values: Mapping[str, Any]
+    ) -> list[Sequence[Any]] | None:
+        """``prepared``'s rows, or None once it has run ``WALK_SECONDS``: a progress handler
+        looks at the clock every ``WALK_TICK`` steps of SQLite's VM and interrupts it (a read:
+        the transaction goes on)."""
+        connection = cursor.driver
+        deadline = time.perf_counter() + WALK_SECONDS
+        stopped = False
+
+        def tick() -> bool:
+            nonlocal stopped
+            stopped = time.perf_counter() > deadline
+            return stopped
+
+        connection.set_progress_handler(tick, WALK_TICK)
+        try:
+            return cursor.all(prepared, values)
+        except sqlite3.OperationalError:
+            if stopped:  # interrupted by ``tick``
+                return None
+            raise
+        finally:
+            connection.set_progress_handler(None, 0)
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
-        phrases = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
-        found = [row[0] for row in cursor.all(_FTS_PROBE, {"fts_query": phrases})]
+        found = [row[0] for row in cursor.all(_FTS_PROBE, {"fts_query": fts_phrases(words)})]
         return found if len(found) < FTS_PROBE_CAP else None
 
 
@@ -125,7 +177,7 @@ class SqliteEngine(EngineStrategy):
     def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
         # Many rows of an INSERT as one statement: SQLite's full-text index (fed by a trigger)
         # writes out its pending terms after every statement.
-        return Cursor(raw_cursor, dialect, many_rows=True)
+        return Cursor(raw_cursor, dialect, driver=raw_cursor.connection, many_rows=True)
 
     def filter_column(self, col: ColumnElement[Any]) -> ColumnElement[Any]:
         """Without statistics SQLite's planner would rather drive from a filter's index and
