@@ -41,6 +41,8 @@ FLAT_LIMIT: Final = 1.5
 SEARCH_SCALE_LIMIT_MS: Final = 10.0
 #: The slowest kind of search's p90 at the scale size (each kind: 1 in 10 of the searches).
 SEARCH_KIND_P90_LIMIT_MS: Final = 25.0
+#: A kind of search within this median meets its goal whatever raw sqlite3 takes.
+SEARCH_KIND_FLOOR_MS: Final = 1.0
 
 
 def op_title(op: str, agents: int, search_agents: int) -> str:
@@ -231,6 +233,9 @@ def targets(stats: Sequence[OpStats], agents: int, search_agents: int) -> list[T
                 speedup >= 50,
             )
         )
+    for op, size in (("search", agents), ("search_scale", search_agents)):
+        if kinds := _kind_target(stats, op, size):
+            result.append(kinds)
     scale = _find(stats, "search_scale", ACTI_SQLITE)
     if scale and scale.median_ms is not None:
         result.append(
@@ -285,6 +290,27 @@ def targets(stats: Sequence[OpStats], agents: int, search_agents: int) -> list[T
             measured = f"{live.extra['peak_rss_mb']:.0f} MB @{agents:,}"
             result.append(Target(title, goal, measured, None))
     return result
+
+
+def _kind_target(stats: Sequence[OpStats], op: str, size: int) -> Target | None:
+    """Each kind of search's median within 2x raw sqlite3's (or under ``SEARCH_KIND_FLOOR_MS``)
+    and under ``SEARCH_SCALE_LIMIT_MS``: the kinds that miss, with their ratio and time."""
+    acti, raw = _find(stats, op, ACTI_SQLITE), _find(stats, op, REFERENCE)
+    if not (acti and raw and "median_ms_by_kind" in acti.extra):
+        return None
+    ours, theirs = acti.extra["median_ms_by_kind"], raw.extra["median_ms_by_kind"]
+    misses = [
+        f"{kind} {ms / theirs[kind]:.1f}x ({ms:.1f} ms)"
+        for kind, ms in ours.items()
+        if kind in theirs
+        and (ms > max(2 * theirs[kind], SEARCH_KIND_FLOOR_MS) or ms > SEARCH_SCALE_LIMIT_MS)
+    ]
+    return Target(
+        f"search @{size:,} each kind",
+        f"<= 2x raw or {SEARCH_KIND_FLOOR_MS:.0f} ms, <= {SEARCH_SCALE_LIMIT_MS:.0f} ms",
+        ", ".join(misses) if misses else f"all {len(ours)} kinds",
+        not misses,
+    )
 
 
 def render_targets(items: Sequence[Target]) -> str:

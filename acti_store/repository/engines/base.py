@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.selectable import SelectBase
 
 from ...models import ExecutionRecord
 from ...sqlexec import Cursor, Prepared
@@ -68,7 +69,7 @@ class TextIndex(Protocol):
 
     #: The ids of the agents outside ``changed_ids`` whose indexed text holds every word of the
     #: parameter ``matched`` (``match_value``), all of them: a count's (None: a count probes).
-    matches: Select[Any] | None
+    matches: SelectBase | None
 
     #: A search walks the sort's order first, every word tested by ``LIKE``, for as long as
     #: the probe would take (``walk``); else it probes first.

@@ -35,6 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
+from sqlalchemy.sql.selectable import SelectBase
 
 from ... import mariadb
 from ...errors import AgentNotFoundError
@@ -189,7 +190,7 @@ class MariadbTrigramIndex:
     exact: bool = False
     ids_as_json: bool = False  # JSON_TABLE needs MariaDB 10.6
     walks_first: bool = False  # its probe stops itself (``LIMIT ROWS EXAMINED``)
-    matches: Select[Any] | None = None
+    matches: SelectBase | None = None
 
     def probe(self, cursor: Cursor, words: Sequence[str]) -> list[int] | None:
         grams = covering_trigrams(words)

@@ -22,6 +22,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.selectable import SelectBase
 
 from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, wait_ms
 from ...schema import agents, version_stats
@@ -81,11 +82,8 @@ class FtsTrigramIndex:
     changed_ids: Select[Any] | None = _FTS_LOGGED
     exact: bool = True
     ids_as_json: bool = True
-    matches: Select[Any] | None = (
-        text(_FTS_MATCHES.format(parameter="matched"))
-        .columns(column("id", Integer()))
-        .subquery()
-        .select()
+    matches: SelectBase | None = text(_FTS_MATCHES.format(parameter="matched")).columns(
+        column("id", Integer())
     )
     walks_first: bool = True
 
