@@ -72,9 +72,10 @@ def test_each_engine_gives_its_cursor_its_own_bulk_loading() -> None:
         def __init__(self) -> None:
             self.info: dict[str, object] = {}  # a pooled connection's (PostgreSQL: may COPY?)
 
-    lite = strategy_for("sqlite").cursor(object(), SQLITE, Connection())
+    kept = Connection()  # SQLite's kept connection is the driver's own: its search's walk
+    lite = strategy_for("sqlite").cursor(object(), SQLITE, kept)  # sets a progress handler on it
     assert lite.many_rows and not lite.returning_batches and lite.load is None
-    assert lite.driver is None
+    assert lite.driver is kept
     pg = strategy_for("postgresql").cursor(object(), POSTGRESQL, Connection())
     assert not pg.many_rows and pg.returning_batches and pg.load is not None
     assert pg.driver is Connection.driver_connection

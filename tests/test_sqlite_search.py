@@ -73,39 +73,52 @@ def test_a_filtered_search_walks_the_sort_index_that_carries_its_filters(tmp_pat
 def test_a_common_word_is_found_by_the_walk_and_a_rare_one_by_the_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A search walks its sort's order first: a common word fills the page there and the
-    trigram index is not probed at all; a rare word's walk stops at its time
-    (``WALK_SECONDS``, none here) and the probe's ids answer. Either way, every match in the
-    sort's order."""
+    """A search of one word and few filters walks its sort's order first: a common word fills
+    the page there and the trigram index is not probed at all; a rare word's walk stops at its
+    time (``WALK_SECONDS``, none here) and the probe's ids answer. Two words, or a word and
+    three filters, are probed first. Every way, every match in the sort's order."""
     repo = open_repository(f"sqlite:///{tmp_path / 'store.db'}")
-    rare = (17, 250)
     try:
         for i in range(300):
-            zebra = " Watches the zebra crossing." if i in rare else ""
+            zebra = " Watches the zebra crossing." if i in (17, 250) else ""
             repo.create(make_config(f"agent_{i:03}", description=f"Qualifies leads.{zebra}"))
-        probed: list[Sequence[str]] = []
-        probe = FtsTrigramIndex.probe
+        calls: list[str] = []
+        probe, walk = FtsTrigramIndex.probe, FtsTrigramIndex.walk
 
-        def counted(index: FtsTrigramIndex, cursor: Cursor, words: Sequence[str]) -> Any:
-            probed.append(words)
+        def probed(index: FtsTrigramIndex, cursor: Cursor, words: Sequence[str]) -> Any:
+            calls.append("probe " + " ".join(words))
             return probe(index, cursor, words)
 
-        monkeypatch.setattr(FtsTrigramIndex, "probe", counted)
+        def walked(index: FtsTrigramIndex, cursor: Cursor, *statement: Any) -> Any:
+            rows = walk(index, cursor, *statement)
+            calls.append("walk" if rows is not None else "walk stopped")
+            return rows
+
+        monkeypatch.setattr(FtsTrigramIndex, "probe", probed)
+        monkeypatch.setattr(FtsTrigramIndex, "walk", walked)
         monkeypatch.setattr(sqlite_engine, "WALK_SECONDS", 0.0)
 
         def found(**fields: Any) -> list[str]:
+            calls.clear()
             return [a.name for a in repo.search(SearchQuery.model_validate(fields))]
 
         assert found(query="LEADS", limit=5) == [f"agent_{i:03}" for i in range(5)]
+        assert calls == ["walk"]
         assert found(query="leads", sort_by="created_at", limit=3) == [
             "agent_299", "agent_298", "agent_297"
         ]  # fmt: skip
-        assert probed == []
-        assert found(query="zebra") == ["agent_017", "agent_250"]
+        assert calls == ["walk"]
         assert found(query="Zebra", sort_by="created_at") == ["agent_250", "agent_017"]
-        assert probed == [["zebra"], ["zebra"]]
-        monkeypatch.undo()  # the walk's own time: 300 agents are walked in it
+        assert calls == ["walk stopped", "probe zebra"]
         assert found(query="zebra crossing") == ["agent_017", "agent_250"]
+        assert calls == ["probe zebra crossing"]
+        assert found(query="zebra", stratum="RAI", tools=["crm"], tags=["sales"]) == [
+            "agent_017", "agent_250"
+        ]  # fmt: skip
+        assert calls == ["probe zebra"]
+        monkeypatch.setattr(sqlite_engine, "WALK_SECONDS", 60.0)  # time enough to walk them all
+        assert found(query="zebra", stratum="RAI", tags=["sales"]) == ["agent_017", "agent_250"]
+        assert calls == ["walk"]
     finally:
         repo.close()
 

@@ -59,6 +59,8 @@ from .statements import AGENT_COLUMNS
 
 #: Tags of a search tested one ``EXISTS`` each; the rest by one count (``_has_tags``).
 TAGS_EXISTS: Final = 4
+#: The most filters besides its word a search walks first with (``_walks_first``).
+WALK_FILTERS_MAX: Final = 2
 #: Shapes whose statements are kept (the cache starts over past it: a bound, not a policy).
 _SHAPES_KEPT: Final = 512
 
@@ -119,16 +121,32 @@ def _indexed(words: list[str], index: TextIndex | None) -> list[str]:
 def search_rows(cursor: Cursor, query: SearchQuery, engine: EngineStrategy) -> list[Sequence[Any]]:
     """The rows (``AGENT_COLUMNS``) that answer ``query``: filters combined with AND, in the
     sort's order, at most ``limit``. The engine's text probe runs first on ``cursor``; where the
-    index ``walks_first``, only once a walk of the sort's order, every word tested by ``LIKE``,
-    has run as long as a probe without filling the page (its words are rare)."""
+    index ``walks_first`` (for a search of one word and few filters: ``_walks_first``), only
+    once a walk of the sort's order, the word tested by ``LIKE``, has run as long as a probe
+    without filling the page (the word is rare)."""
     index, limit = engine.text_index, {"limit": query.limit}
-    if index is not None and index.walks_first and _indexed(_words(query.query), index):
+    if index is not None and index.walks_first and _walks_first(query, index):
         shape, values = _bound(cursor, query, engine, text_by="like")
         rows = index.walk(cursor, _search(shape, query.sort_by, engine), values | limit)
         if rows is not None:
             return rows
     shape, values = _bound(cursor, query, engine)
     return cursor.all(_search(shape, query.sort_by, engine), values | limit, prepare=False)
+
+
+def _walks_first(query: SearchQuery, index: TextIndex) -> bool:
+    """Whether a search walks before it probes: for one word the index serves (two words are
+    seldom common together) and at most ``WALK_FILTERS_MAX`` other filters (each thins the
+    walk's hits: with more, the page seldom fills in the walk's time)."""
+    filters = (
+        query.stratum is not None,
+        bool(query.tools),
+        bool(query.tags),
+        query.created_after is not None,
+        query.created_before is not None,
+        query.min_executions is not None,
+    )
+    return len(_indexed(_words(query.query), index)) == 1 and sum(filters) <= WALK_FILTERS_MAX
 
 
 def _search(shape: _Shape, sort_by: str, engine: EngineStrategy) -> Prepared:

@@ -175,7 +175,9 @@ class SqliteEngine(EngineStrategy):
     def cursor(self, raw_cursor: Any, dialect: Dialect, connection: Any) -> Cursor:
         # Many rows of an INSERT as one statement: SQLite's full-text index (fed by a trigger)
         # writes out its pending terms after every statement.
-        return Cursor(raw_cursor, dialect, driver=raw_cursor.connection, many_rows=True)
+        return Cursor(
+            raw_cursor, dialect, driver=self.driver_connection(connection), many_rows=True
+        )
 
     def filter_column(self, col: ColumnElement[Any]) -> ColumnElement[Any]:
         """Without statistics SQLite's planner would rather drive from a filter's index and
