@@ -39,6 +39,8 @@ P = ParamSpec("P")
 
 #: How long the runs still going at exit may take to stop (their servers: see ``servers``).
 EXIT_GRACE: Final = 10.0
+#: How long the loop may then take to stop before the interpreter exits without closing it.
+EXIT_STOP: Final = 5.0
 THREAD_NAME: Final = "acti-store-runs"
 
 
@@ -48,6 +50,7 @@ class _RunsLoop:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._pid = 0
 
     @property
@@ -58,10 +61,11 @@ class _RunsLoop:
         with self._lock:
             if self._loop is None or self._pid != os.getpid():
                 loop = asyncio.new_event_loop()
-                threading.Thread(
+                thread = threading.Thread(
                     target=self._serve, args=(loop,), name=THREAD_NAME, daemon=True
-                ).start()
-                self._loop, self._pid = loop, os.getpid()
+                )
+                thread.start()
+                self._loop, self._thread, self._pid = loop, thread, os.getpid()
             return self._loop
 
     @staticmethod
@@ -70,9 +74,13 @@ class _RunsLoop:
         loop.run_forever()
 
     def stop(self) -> None:
-        """Cancel the runs still going and wait (a while) for them to stop; then stop the loop."""
+        """Cancel the runs still going and wait (a while) for them to stop; then stop the loop
+        and close it, while the interpreter is whole: a loop left for the collector at exit
+        closes itself then, and may find its own sockets gone ("Invalid file descriptor")."""
         with self._lock:
-            loop, self._loop = (self._loop, None) if self._pid == os.getpid() else (None, None)
+            ours = self._pid == os.getpid()
+            loop, thread = (self._loop, self._thread) if ours else (None, None)
+            self._loop = self._thread = None
         if loop is None or loop.is_closed():
             return
 
@@ -86,6 +94,10 @@ class _RunsLoop:
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(cancel_all(), loop).result(EXIT_GRACE + 1)
         loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(EXIT_STOP)
+        if not loop.is_running():
+            loop.close()
 
 
 _RUNS = _RunsLoop()
