@@ -202,7 +202,7 @@ def test_watch_delivers_what_another_process_commits(
     writer = _write_later(store_url, 0.5)
     try:
         seen: list[Change] = []
-        for change in repo.watch(timeout=10):  # from now: alpha's creation is not repeated
+        for change in repo.watch(timeout=60):  # from now: alpha's creation is not repeated
             seen.append(change)
             if len(seen) == 2:
                 break
