@@ -143,14 +143,13 @@ def test_a_count_of_a_word_looks_its_matches_up_and_counts_only_its_tenant(
         assert acme.count(SearchQuery(query="leads", stratum="EEI")) == 0
         assert globex.count(SearchQuery(query="leads qualifies", stratum="EEI")) == 6
         assert acme.count(SearchQuery(query="meetings")) == 21
-        with acme.engine.connect() as conn:
+        query = SearchQuery(query="leads", stratum="RAI")
+        assert acme.count(query) == 19  # every agent of an odd number is RAI
+        with acme.engine.connect() as conn:  # the statement that count just ran
             cursor = Cursor(conn.connection.cursor(), acme.engine.dialect)
             cursor.tenant = acme.tenant
-            engine = strategy_for("sqlite")
-            query = SearchQuery(query="leads", stratum="RAI")
-            shape, values = search._bound(cursor, query, engine, text_by="match")
-            compiled = search._counted_among(shape, engine.text_index, FtsTrigramIndex.matches)
-            sql = Prepared(compiled).compiled(acme.engine.dialect)
+            shape, values = search._bound(cursor, query, strategy_for("sqlite"), text_by="match")
+            sql = search._statements[("count", "sqlite", shape)].compiled(acme.engine.dialect)
             params = sql.params({"tenant": acme.tenant, **values})
             explained = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql.sql, tuple(params))
             plan = [row[3] for row in explained]

@@ -144,8 +144,9 @@ def record_counted_run(
 
 
 def could_run(pinned: int | None) -> bool:
-    """Whether ``pinned`` may be a version of some agent (or is None): a run sent as one
-    statement (``engines.postgresql.send_run``) takes it."""
+    """Whether ``pinned`` may be a version of some agent (or is None), checked before any
+    engine records a run (``roles.runs``): the engines that send a run by name bind it as a
+    64-bit integer (``PINNED``)."""
     return pinned is None or (type(pinned) is int and 1 <= pinned <= COUNTER_MAX)
 
 

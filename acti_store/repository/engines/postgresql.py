@@ -48,7 +48,6 @@ from ..recording import (
     RUN_COUNTERS,
     RUN_RECORD_KEYS,
     TRIM_BY_NAME,
-    could_run,
     counter_values,
     run_record,
     why_unrecorded,
@@ -414,9 +413,6 @@ class PostgresqlEngine(EngineStrategy):
     def record_execution(
         self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None
     ) -> None:
-        if not could_run(version):  # no agent has such a version: raises why
-            read(lambda cursor: why_unrecorded(cursor, name, version))
-            return
 
         def recorded(answer: Answer) -> None:
             if not answer.rows:  # raises why, or TryAgain (a pinned version made meanwhile)

@@ -19,6 +19,7 @@ from ...sqlexec import Cursor
 from ...validation import optional_version
 from ..arguments import checked_history_request, checked_record, require_storable, storable
 from ..core import Role, agent_row
+from ..recording import could_run, why_unrecorded
 from ..statements import (
     ARCHIVED,
     ARCHIVED_COUNT,
@@ -42,6 +43,9 @@ class Runs(Role):
         record = checked_record(record)
         version = optional_version(version, "version")
         require_storable(name)
+        if not could_run(version):  # no agent has such a version: raises why, writes nothing
+            self._read(lambda cursor: why_unrecorded(cursor, name, version))
+            return
         self._core.kind.record_execution(self._write, self._read, name, record, version)
         self._notify(name)
 
