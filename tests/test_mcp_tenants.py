@@ -322,7 +322,7 @@ LONG = "a" * tokens.MIN_TOKEN_LENGTH
         ({LONG: {**GOOD, "readonly": True}}, 'token #1: unknown key "readonly"'),
         ({"a_label_not_a_token": {ACME_TOKEN: GOOD}}, "token #1: unknown key (a long one, not"),
         ({LONG: {"tenant": 7, "read_only": False}}, "token #1: tenant must be a tenant name"),
-        ({LONG: {"tenant": "Acme Corp", "read_only": False}}, "token #1: invalid tenant"),
+        ({LONG: {"tenant": "Acme Corp", "read_only": False}}, "token #1: invalid tenant (not"),
         (
             {LONG: {"tenant": "acme", "read_only": "no"}},
             "read_only must be true or false, not a string",
@@ -368,6 +368,38 @@ def test_a_malformed_token_file_is_a_usage_error(
     assert said in error
     assert LONG not in error and ACME_TOKEN not in error
     assert not (tmp_path / "s.db").exists()  # refused before the store was opened
+
+
+#: A token as ``openssl rand -hex 32`` makes it (64 characters), and one of digits only.
+PASTED = "3f9a2c7e51d8" + "0b4c" * 13
+DIGITS = 73_519_264_108_357_912_640
+
+
+@pytest.mark.parametrize(
+    ("grant", "said"),
+    [
+        ({"tenant": PASTED, "read_only": False}, "token #1: invalid tenant (not shown: it may be"),
+        ({"tenant": PASTED.upper(), "read_only": True}, "token #1: invalid tenant (not shown"),
+        ({"tenant": DIGITS, "read_only": False}, "tenant must be a tenant name (text), not a num"),
+        ({"tenant": "acme", "read_only": DIGITS}, "read_only must be true or false, not a number"),
+        ({"tenant": "acme", "read_only": PASTED}, "read_only must be true or false, not a string"),
+    ],
+    ids=["hex-tenant", "upper-tenant", "number-tenant", "number-read-only", "text-read-only"],
+)
+def test_no_refusal_shows_a_value_of_the_token_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], grant: dict[str, Any], said: str
+) -> None:
+    """A token pasted into a grant's field is a token still: the error line names the field and
+    the value's type, and shows no part of the value."""
+    path = write_tokens(tmp_path / "tokens.json", {LONG: grant})
+    with pytest.raises(SystemExit) as exited:
+        main(["serve-mcp", "--url", f"sqlite:///{tmp_path / 's.db'}", "--tokens", str(path)])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exited.value.code == 2
+    assert said in error
+    for value in grant.values():
+        shown = str(value)
+        assert not [shown[i : i + 8] for i in range(len(shown) - 7) if shown[i : i + 8] in error]
 
 
 def test_a_missing_token_file_is_a_usage_error(

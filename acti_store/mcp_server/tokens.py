@@ -12,8 +12,9 @@ other key is taken (``readonly`` is a typo, not a grant). A token is at least
 letters, digits, ``-._~+/``, ``=`` at the end), e.g. ``openssl rand -hex 32``. The file is
 refused when its group or others may read or write it (as ssh refuses a private key): tokens
 are secrets. Every refusal is one line that names the token by its place in the file
-(``token #2``), never by its text. Loads without the MCP SDK: the command line checks the file
-before it starts anything.
+(``token #2``), never by its text, and shows no value of the file (a token pasted in the wrong
+place is still a token): a wrong value is named by its type. Loads without the MCP SDK: the
+command line checks the file before it starts anything.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import AgentStoreError
-from ..tenancy import check_tenant
+from ..models import NAME_MAX_LENGTH, NAME_RULE, is_valid_name
 
 #: The shortest token taken: 16 characters (96 bits as base64, 64 as hex) resist guessing
 #: over HTTP; ``openssl rand -hex 32`` makes 64.
@@ -69,7 +70,10 @@ UNKNOWN_KEY: Final = (
 REPEATED_KEY: Final = "{path}: token #{number}: {key} is given twice"
 MISSING_KEY: Final = "{path}: token #{number} has no {key} ({example})"
 TENANT_NOT_TEXT: Final = "{path}: token #{number}: tenant must be a tenant name (text), not {kind}"
-BAD_TENANT: Final = "{path}: token #{number}: {reason}"
+BAD_TENANT: Final = (
+    "{path}: token #{number}: invalid tenant (not shown: it may be a token): {rule}, at most "
+    "{limit} characters"
+)
 READ_ONLY_NOT_BOOL: Final = "{path}: token #{number}: read_only must be true or false, not {kind}"
 
 
@@ -90,15 +94,19 @@ class _Object(list[tuple[str, Any]]):
 
 
 def _kind(value: Any) -> str:
-    """A JSON value as a refusal names it: its type, and the value of a number, ``true``,
-    ``false`` or ``null``; never a string's text, which may be a token in the wrong place."""
+    """A JSON value as a refusal names it: by its type only, never its value (a string or a
+    number may be a token in the wrong place)."""
     if isinstance(value, _Object):
         return "an object"
     if isinstance(value, list):
         return "an array"
     if isinstance(value, str):
         return "a string"
-    return json.dumps(value)[:40]
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
 
 
 def read_grants(path: str | os.PathLike[str]) -> dict[str, Grant]:
@@ -178,10 +186,8 @@ def _grant(value: Any, where: Mapping[str, Any]) -> Grant:
     tenant, read_only = fields["tenant"], fields["read_only"]
     if not isinstance(tenant, str):
         raise TokenFileError(TENANT_NOT_TEXT.format(**where, kind=_kind(tenant)))
-    try:
-        check_tenant(tenant)
-    except AgentStoreError as exc:
-        raise TokenFileError(BAD_TENANT.format(**where, reason=exc)) from None
+    if not is_valid_name(tenant):
+        raise TokenFileError(BAD_TENANT.format(**where, rule=NAME_RULE, limit=NAME_MAX_LENGTH))
     if not isinstance(read_only, bool):
         raise TokenFileError(READ_ONLY_NOT_BOOL.format(**where, kind=_kind(read_only)))
     return Grant(tenant, read_only)
