@@ -230,8 +230,12 @@ def test_a_gate_refuses_a_version_short_of_it_and_moves_nothing(repo: SqlAgentRe
     assert "version 4 has 10 runs (at least 50 wanted), a success rate of 80.0%" in str(error)
     assert "force=True" in str(error)
     assert repo.label_weights(NAME) == {"production": {3: 100}} and repo.label_history(NAME) == log
-    with pytest.raises(InvalidInputError, match="a forced move must say why"):
-        repo.set_label(NAME, "production", 4, force=True)
+    for blank in (None, "", "   ", "\t\n"):  # a note of only white space is no note
+        with pytest.raises(InvalidInputError, match="a forced move must say why"):
+            repo.set_label(NAME, "production", 4, force=True, note=blank)
+        with pytest.raises(InvalidInputError, match="a forced move must say why"):
+            repo.rollback_label(NAME, "production", force=True, note=blank)
+    assert repo.label_weights(NAME) == {"production": {3: 100}} and repo.label_history(NAME) == log
 
     repo.set_label(NAME, "production", {3: 90, 4: 10}, force=True, note="hotfix for a customer")
     forced = repo.label_history(NAME)[0]

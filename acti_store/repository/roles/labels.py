@@ -234,7 +234,7 @@ class Labels(Role):
             if expected_version is None
             else checked_weights(expected_version, "expected_version")
         )
-        note = _forced_note(note, flag(force, "force"))
+        note = forced_note(note, flag(force, "force"))
 
         def work(cursor: Cursor) -> None:
             agent_id = agent_row(cursor, name, for_update=True)[ID]
@@ -270,7 +270,7 @@ class Labels(Role):
         self, name: str, label: str, *, note: str | None = None, force: bool = False
     ) -> Weights | None:
         checked_label(label)
-        note = _forced_note(note, flag(force, "force"))
+        note = forced_note(note, flag(force, "force"))
 
         def work(cursor: Cursor) -> Weights | None:
             agent_id = agent_row(cursor, name, for_update=True)[ID]
@@ -354,10 +354,11 @@ def _rate(value: object) -> float:
     return float(value)
 
 
-def _forced_note(note: object, force: bool) -> str | None:
-    """The note of a move; a forced one must say why."""
+def forced_note(note: object, force: bool) -> str | None:
+    """The note of a move; a forced one must say why (a note of only white space says
+    nothing)."""
     checked = optional_message(note, "note")
-    if force and not checked:
+    if force and (checked is None or not checked.strip()):
         raise InvalidInputError(
             ARGUMENT, [("note", "a forced move must say why: give a note with force=True")]
         )
