@@ -67,6 +67,30 @@ async def test_oauth_discovery_is_not_found(server: Server) -> None:
     assert bare.status_code == 401  # the endpoint itself still needs the token
 
 
+#: An ``Authorization`` header and the status it gets: the scheme's name in any case passes.
+SCHEMES: dict[str, int] = {
+    f"bearer {TOKEN}": 200,
+    f"BEARER {TOKEN}": 200,
+    f"bEaReR {TOKEN}": 200,
+    f"Bearer   {TOKEN}": 200,  # 1*SP between the scheme and its token
+    f"Basic {TOKEN}": 401,
+    f"Bearer{TOKEN}": 401,
+    "Bearer": 401,
+    f"Bearer {TOKEN.upper()}": 401,  # the token itself is compared exactly
+}
+
+
+def test_the_bearer_scheme_is_named_in_any_case(server: Server) -> None:
+    """RFC 9110 section 11.1: the scheme's name is case-insensitive; the token is not."""
+    answers = {
+        header: httpx.post(
+            server.url, json=INITIALIZE, headers={**JSON_POST, "Authorization": header}, timeout=30
+        ).status_code
+        for header in SCHEMES
+    }
+    assert answers == SCHEMES
+
+
 async def test_a_client_that_goes_away_leaves_no_traceback(server: Server) -> None:
     async with http_session(server.url, AUTH) as session:  # ends with DELETE
         assert (await session.list_tools()).tools

@@ -140,23 +140,33 @@ def _digest(header: bytes) -> bytes:
     return hashlib.sha256(header).digest()
 
 
+def _bearer_token(header: bytes) -> bytes | None:
+    """The token of an ``Authorization`` header of the Bearer scheme (its name in any case,
+    then one or more spaces: RFC 9110 section 11.4), else None."""
+    scheme, _, token = header.partition(b" ")
+    token = token.lstrip(b" ")
+    return token if scheme.lower() == b"bearer" and token else None
+
+
 class BearerTokens:
     """ASGI middleware: a request without ``Authorization: Bearer <token>``, one of the tokens,
     gets 401; one with a token goes on with the index of that token's server (``ROUTE``).
 
-    The presented header is compared with every token, each in constant time and without
-    stopping at a match, so the time taken says nothing of which token, if any, matched. Only
-    the tokens' digests are kept.
+    The scheme's name is case-insensitive (``bearer``, ``BEARER``: RFC 9110 section 11.1). The
+    presented token is compared with every token, each in constant time and without stopping at
+    a match, so the time taken says nothing of which token, if any, matched. Only the tokens'
+    digests are kept.
     """
 
     def __init__(self, app: ASGIApp, routes: Mapping[str, int]) -> None:
         self._app = app
-        self._routes = [
-            (_digest(f"Bearer {token}".encode()), route) for token, route in routes.items()
-        ]
+        self._routes = [(_digest(token.encode()), route) for token, route in routes.items()]
 
     def _route(self, scope: Scope) -> int | None:
-        given = _digest(dict(scope.get("headers", ())).get(b"authorization", b""))
+        token = _bearer_token(dict(scope.get("headers", ())).get(b"authorization", b""))
+        if token is None:
+            return None
+        given = _digest(token)
         chosen = None
         for expected, route in self._routes:
             if hmac.compare_digest(given, expected):
