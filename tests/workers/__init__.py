@@ -10,4 +10,5 @@ only, so either name works.
 - :mod:`.checks`: the invariants the parent verifies afterwards, each returning a list of problems.
 - :mod:`.scenarios`: the multi-process scenarios, run small by the tests and large by the script.
 - :mod:`.tags`: ``acti-store update --add-tag/--remove-tag`` from several processes at once.
+- :mod:`.failover`: writers and a feed follower that carry on while a PostgreSQL primary dies.
 """
