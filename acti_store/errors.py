@@ -298,3 +298,23 @@ class GateRefusedError(AgentStoreError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.name, self.label, self.gate, self.checks))
+
+
+class ProtectedImportError(AgentStoreError):
+    """An import replacing an agent would move one of its protected labels or drop or loosen
+    a gate (``what``, in words): nothing was imported; ``import_json(..., force=True,
+    note=...)`` (CLI ``import --force --note``) overrides, and logs each move forced."""
+
+    def __init__(self, name: str, label: str, gate: LabelGate, what: str) -> None:
+        super().__init__(
+            f"Agent {name!r}: label {label!r} is protected (it needs {gate}); the import would "
+            f"{what}. Nothing was imported; to import anyway, pass force=True with a note "
+            "saying why (acti-store import --force --note TEXT)"
+        )
+        self.name = name
+        self.label = label
+        self.gate = gate
+        self.what = what
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.name, self.label, self.gate, self.what))

@@ -339,6 +339,8 @@ class LabelMoveRow(TenantColumn, Base):
     forced: Mapped[bool] = mapped_column(Boolean, server_default=false())
     #: The gate's checks (``GateCheck`` documents); None where the label had no gate.
     checks: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    #: The entry came with an imported ``{name}_versions.json`` (revision 0013).
+    imported: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class LabelShareRow(TenantColumn, Base):

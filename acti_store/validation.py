@@ -195,6 +195,33 @@ def optional_message(value: object, field: str) -> str | None:
     raise InvalidInputError(ARGUMENT, [(field, f"must be {rule}")])
 
 
+#: The fields of an agent's metadata that its next write adds one to (``update`` its version, a
+#: run its counters): an import leaves each room for it (``no_room_for_next_write``).
+GROWING_FIELDS: Final = ("version", "execution_count", "success_count", "error_count")
+
+
+def no_room_for_next_write(values: Mapping[str, int]) -> str | None:
+    """Why the next write of an agent with these ``values`` (by field: its metadata's
+    ``GROWING_FIELDS``, a history's ``total_executions``) could not be stored, if it could
+    not: one at ``COUNTER_MAX`` (the next ``update`` or run adds one; PostgreSQL and MariaDB
+    refuse it, SQLite's driver overflows or stores a REAL)."""
+    for field, value in values.items():
+        if value >= COUNTER_MAX:
+            return f"{field}: {value} leaves no room for the next write (at most {COUNTER_MAX - 1})"
+    return None
+
+
+def forced_note(note: object, force: bool) -> str | None:
+    """The note of a move; a forced one must say why (a note of only white space says
+    nothing)."""
+    checked = optional_message(note, "note")
+    if force and (checked is None or not checked.strip()):
+        raise InvalidInputError(
+            ARGUMENT, [("note", "a forced move must say why: give a note with force=True")]
+        )
+    return checked
+
+
 def model_argument(
     value: object,
     kind: type[M],

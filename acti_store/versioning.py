@@ -13,7 +13,7 @@ import re
 from datetime import datetime
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .models import COUNTER_MAX, AgentConfig, UtcDatetime, trusted
 
@@ -87,12 +87,21 @@ class LabelGate(_Model):
 class GateCheck(_Model):
     """One version's figures held against a label's gate when a move sent it a share."""
 
-    version: int
-    runs: int
-    successes: int
-    mean_duration: float | None
+    version: int = Field(ge=1, le=COUNTER_MAX)
+    runs: int = Field(ge=0, le=COUNTER_MAX)
+    #: At most ``runs``.
+    successes: int = Field(ge=0, le=COUNTER_MAX)
+    mean_duration: float | None = Field(ge=0, allow_inf_nan=False)
     #: What the version lacks, in words; empty when it passed.
     failures: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _successes_among_runs(self) -> GateCheck:
+        if self.successes > self.runs:
+            raise ValueError(
+                f"version {self.version} has {self.successes} successes in {self.runs} runs"
+            )
+        return self
 
     @property
     def passed(self) -> bool:
@@ -109,11 +118,13 @@ class LabelMove(_Model):
     (the largest share) and ``from_weights``/``to_weights`` the whole split; they are None where
     that side is a single version. ``rollback``: the move undid the label's last one
     (``rollback_label``); ``forced``: a gate refused it and ``force=True`` overrode; ``checks``:
-    the gate's checks of the versions the move sent shares to (None: the label had no gate)."""
+    the gate's checks of the versions the move sent shares to (None: the label had no gate);
+    ``imported``: the entry came in with an imported ``{name}_versions.json``, history another
+    store wrote, not a move this store's gates checked."""
 
     label: str
-    from_version: int | None
-    to_version: int | None
+    from_version: int | None = Field(ge=1, le=COUNTER_MAX)
+    to_version: int | None = Field(ge=1, le=COUNTER_MAX)
     moved_at: UtcDatetime
     note: str | None = None
     from_weights: dict[int, int] | None = None
@@ -121,6 +132,7 @@ class LabelMove(_Model):
     rollback: bool = False
     forced: bool = False
     checks: list[GateCheck] | None = None
+    imported: bool = False
 
     @property
     def before(self) -> dict[int, int] | None:

@@ -88,7 +88,7 @@ def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None
             version = conn.execute(
                 sa.text("SELECT version_num FROM acti_store_alembic_version")
             ).scalar()
-        assert version == "0012_sqlite_sort_filters"
+        assert version == "0013_imported_moves"
     finally:
         second.close()
 

@@ -97,7 +97,7 @@ def test_owner_migrates_and_app_role_is_held_to_its_tenant(roles: tuple[str, str
         timeout=240,
     )
     assert done.returncode == 0, done.stderr
-    assert "now at 0012_sqlite_sort_filters" in done.stdout
+    assert "now at 0013_imported_moves" in done.stdout
 
     attributes = rows(
         url, f"SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = '{app}'"

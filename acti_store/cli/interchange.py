@@ -158,6 +158,8 @@ def _import(args: argparse.Namespace, label: str) -> ImportReport:
             progress=bar,
             allow_incomplete=args.allow_incomplete,
             names=False,  # the counts are printed: memory stays flat however large the folder
+            force=args.force,
+            note=args.note,
         )
     finally:
         repo.close()
@@ -265,6 +267,15 @@ def _import_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="report what would happen; write nothing"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --on-conflict replace: replace agents even where that moves a protected "
+        "label or drops or loosens its gate (needs --note; the label log marks the moves forced)",
+    )
+    parser.add_argument(
+        "--note", default=None, help="why the import is forced (kept in the label log)"
     )
 
 

@@ -23,7 +23,8 @@ from ..repository import (
     ImportOutcome,
 )
 from ..repository.arguments import checked_policy
-from ..validation import flag, folder_path, optional_function
+from ..repository.import_gates import protected_moves
+from ..validation import flag, folder_path, forced_note, optional_function
 from ..versioning import VersionLog
 from .files import (
     HISTORY_SUFFIX,
@@ -255,6 +256,8 @@ def import_json(
     progress: Progress | None = None,
     allow_incomplete: bool = False,
     names: bool = True,
+    force: bool = False,
+    note: str | None = None,
 ) -> ImportReport:
     """Import a folder of v1/v2 agent and history files into the store, in one transaction.
 
@@ -268,7 +271,12 @@ def import_json(
     counts of the report (``report.counts``), not the name of every agent, and then the memory
     of an import does not grow with the number of agents at all. An agent's
     ``{name}_versions.json``, when there, gives it those versions, labels (splits included),
-    gates and label log (else one snapshot of its current version, message ``imported``).
+    gates and label log (else one snapshot of its current version, message ``imported``); its
+    label log is history, each entry read strictly and marked ``imported``. An agent replaced
+    keeps its protected labels where they point and its gates at least as strict: an import
+    that would move one, or drop or loosen a gate, raises ``ProtectedImportError`` naming the
+    label and its gate, and imports nothing (a dry run too), unless ``force=True`` with a
+    ``note`` saying why; each such move is then logged forced, with that note.
 
     A folder an export did not finish writing (killed, or stopped by an error: it still holds
     the export's mark ``.acti-export-incomplete``) may hold only some of the agents: it raises
@@ -281,6 +289,7 @@ def import_json(
     flag(dry_run, "dry_run")
     flag(allow_incomplete, "allow_incomplete")
     flag(names, "names")
+    note = forced_note(note, flag(force, "force"))
     folder_path(directory, "directory")
     optional_function(progress, "progress", "a function taking (done, total)")
     report = ImportReport(Path(directory), dry_run=dry_run)
@@ -300,9 +309,11 @@ def import_json(
         )
         try:
             if dry_run:
-                result = _predict(repo, reader.items(), on_conflict, names)
+                result = _predict(repo, reader.items(), on_conflict, names, force)
             else:
-                result = repo.bulk_put_stream(reader.items, on_conflict, keep_names=names)
+                result = repo.bulk_put_stream(
+                    reader.items, on_conflict, keep_names=names, force=force, note=note
+                )
         except _Aborted:
             report.aborted = True
             result = BulkPutResult()
@@ -342,8 +353,10 @@ def _predict(
     items: Iterable[ImportItem],
     on_conflict: ConflictPolicy,
     keep_names: bool,
+    force: bool,
 ) -> BulkPutResult:
-    """The outcomes ``bulk_put`` would report for the items, read from the store."""
+    """The outcomes ``bulk_put`` would report for the items, read from the store (a protected
+    label a replace would move refused as it would be)."""
     result = BulkPutResult(keep_names=keep_names)
     for item in items:
         if item.agent is not None:
@@ -354,6 +367,13 @@ def _predict(
             result.add(item.name, "imported")
         elif on_conflict == "fail":
             raise AgentExistsError(item.name)
+        elif on_conflict == "skip":
+            result.add(item.name, "skipped")
         else:
-            result.add(item.name, "skipped" if on_conflict == "skip" else "replaced")
+            if item.agent is not None:
+                targets, gates = repo.label_weights(item.name), repo.label_gates(item.name)
+                protected_moves(
+                    item.name, gates, targets, item.versions, note=None, force=force, now=repo.now()
+                )
+            result.add(item.name, "replaced")
     return result

@@ -17,8 +17,14 @@ file. The document::
 where it is not the default: ``splits`` (the labels that split their traffic; ``labels`` has
 their main version) and ``gates`` only when there are some, and a move's ``from_weights``,
 ``to_weights`` (a side that is a split), ``rollback``, ``forced`` (when true) and ``checks``
-(the label had a gate) only when set. So a store that never split, protected or forced a label
-writes the bytes it wrote before labels could route, and older files import as they did.
+(the label had a gate) only when set. So a store that never split, protected or forced a
+label writes the bytes it wrote before labels could route, and older files import as they did.
+
+An imported log is history: each entry is read strictly (a flag is ``true`` or ``false``, a
+count a whole number from 0, successes at most the runs, versions ones the agent has had) and
+marked ``imported`` (every entry of a file is: the mark is not written, so a round trip stays
+byte for byte). What the store's own protected labels and gates become is checked where
+the import replaces the agent (``repository.import_gates``).
 
 "File names decide" as for histories: agents ``x`` and ``x_versions`` both want
 ``x_versions.json``; in an export with versions, ``x``'s versions file has it and
@@ -157,7 +163,7 @@ def parse_versions(file: str, document: object, agent: Agent) -> VersionLog:
                 "versions": [
                     _version(item, agent.name) for item in _list(document["versions"], "versions")
                 ],
-                "labels": document["labels"],
+                "labels": _labels(document["labels"]),
                 "label_history": [
                     _move(item) for item in _list(document["label_history"], "label_history")
                 ],
@@ -184,6 +190,15 @@ def _mapping(value: object, field: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise DocumentError(f"{field} must be an object")
     return value
+
+
+def _labels(value: object) -> dict[str, int]:
+    """``labels`` as a file spells them: each on a version number (``3``, not ``"3"``)."""
+    labels = _mapping(value, "labels")
+    for label, version in labels.items():
+        if type(version) is not int:
+            raise DocumentError(f"labels: {label!r} must be on a version number, not {version!r}")
+    return labels
 
 
 def _weights(value: object, field: str) -> Weights:
@@ -219,12 +234,13 @@ def _gates(value: object) -> dict[str, LabelGate]:
     return gates
 
 
-def _move(item: object) -> object:
-    """A ``label_history`` entry with its weights read as ``_weights`` (the model checks the
-    rest)."""
+def _move(item: object) -> LabelMove:
+    """A ``label_history`` entry, read strictly (JSON's own types: ``"true"`` is not a flag,
+    ``"3"`` not a version), its weights read as ``_weights``. It is history another store
+    wrote: marked ``imported``."""
     if not isinstance(item, dict):
-        return item  # the model says what is wrong
-    return {
+        raise DocumentError(f"label_history: each entry must be an object, not {item!r:.40}")
+    entry = {
         **item,
         **{
             side: _weights(item[side], f"label_history: {side}")
@@ -232,6 +248,13 @@ def _move(item: object) -> object:
             if item.get(side) is not None
         },
     }
+    try:
+        # ``moved_at`` as text (JSON has no time), every other field as JSON spells it.
+        spelled = LabelMove.model_validate(entry)
+        move = LabelMove.model_validate(entry | {"moved_at": spelled.moved_at}, strict=True)
+    except ValidationError as exc:
+        raise DocumentError(f"label_history: {describe_validation_error(exc)}") from None
+    return move.model_copy(update={"imported": True})
 
 
 def _version(item: object, name: str) -> object:
@@ -262,7 +285,7 @@ def _check(log: VersionLog, agent: Agent) -> None:
         if not is_valid_label(label):
             raise DocumentError(f"gate {label!r} must be on a valid label")
     for move in log.label_history:
-        _check_move(move)
+        _check_move(move, agent.metadata.version)
     for snapshot in log.versions:
         if snapshot.message is not None and len(snapshot.message) > MESSAGE_MAX_LENGTH:
             raise DocumentError(f"version {snapshot.version}: message over {MESSAGE_MAX_LENGTH}")
@@ -282,8 +305,19 @@ def _check_split(label: str, weights: Weights, log: VersionLog, numbers: list[in
         )
 
 
-def _check_move(move: LabelMove) -> None:
-    """A move's versions are its splits' main versions (where a side is a split)."""
+def _check_move(move: LabelMove, current: int) -> None:
+    """A move's versions are versions the agent has had (1 to ``current``: the log outlives
+    pruned versions), its splits' main versions where a side is a split; its checks are of the
+    versions it sent a share to, and a forced move has them (a gate refused it); its note
+    is as long as a note may be."""
+    named = {move.from_version, move.to_version, *(move.before or {}), *(move.after or {})}
+    named.update(check.version for check in move.checks or [])
+    unknown = sorted(v for v in named if v is not None and v > current)
+    if unknown:
+        raise DocumentError(
+            f"label_history: a move of {move.label!r} names version {unknown[0]}, newer than "
+            f"the agent's {current}"
+        )
     for side, version, weights in (
         ("from", move.from_version, move.from_weights),
         ("to", move.to_version, move.to_weights),
@@ -293,3 +327,17 @@ def _check_move(move: LabelMove) -> None:
                 f"label_history: a move of {move.label!r} has {side}_weights with main version "
                 f"{main_version(weights)}, but {side}_version {version}"
             )
+    stray = [c.version for c in move.checks or [] if c.version not in (move.after or {})]
+    if stray:
+        raise DocumentError(
+            f"label_history: a move of {move.label!r} has a check of version {stray[0]}, "
+            "which it sent no share to"
+        )
+    if move.forced and move.checks is None:
+        raise DocumentError(
+            f"label_history: a forced move of {move.label!r} must have its gate's checks"
+        )
+    if move.note is not None and len(move.note) > MESSAGE_MAX_LENGTH:
+        raise DocumentError(
+            f"label_history: a move of {move.label!r} has a note over {MESSAGE_MAX_LENGTH}"
+        )

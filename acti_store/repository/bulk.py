@@ -13,6 +13,7 @@ from ..models import HISTORY_MAX_RECORDS, ExecutionRecord
 from ..sqlexec import Cursor, Prepared
 from ..validation import instance
 from .feed import APPEND_BATCH, FeedStatements, append_changes, changed
+from .import_gates import protected_moves
 from .port import BulkPutResult, ConflictPolicy, ImportItem, ImportOutcome
 from .statements import (
     DELETE_AGENT,
@@ -25,6 +26,15 @@ from .statements import (
     config_values,
     metadata_values,
     record_values,
+)
+from .version_statements import (
+    GATES,
+    INSERT_MOVE,
+    LABELS,
+    SHARES,
+    gate_from_row,
+    move_values,
+    splits_from_rows,
 )
 from .versions import forget_versions, imported_rows
 
@@ -56,15 +66,22 @@ def put_all(
     now: datetime,
     keep_names: bool = True,
     batch: int = BULK_AGENT_BATCH,
+    *,
+    force: bool = False,
+    note: str | None = None,
 ) -> BulkPutResult:
     """Put every item on ``cursor`` (in its transaction); the outcome of each by name (or, not
     ``keep_names``, only their counts). Items go by chunks of ``batch``: ``taken``
     asks for a chunk's names at once where the engine does that better than per item;
     ``insert`` inserts the new agents' rows the engine's fastest way. Each
     agent created or replaced is a change of the feed made ``now``, appended by the thousand
-    (``feed.APPEND_BATCH``) with the engine's ``feed`` statements: memory stays bounded."""
+    (``feed.APPEND_BATCH``) with the engine's ``feed`` statements: memory stays bounded.
+    An agent replaced keeps its protected labels and gates (``import_gates``) unless ``force``
+    (with ``note``, checked by the caller): then its protected labels' moves are logged
+    forced."""
     result = BulkPutResult(keep_names=keep_names)
     staging = _BulkStaging(cursor, insert, batch)
+    guard = _Guard(force, note, now)
     pending = iter(items)
     while chunk := list(islice(pending, batch)):
         for item in chunk:  # a stream's items are checked as they come (all or nothing still)
@@ -73,7 +90,7 @@ def put_all(
         # A name that comes twice is asked for when its turn comes (the first may create it).
         ids = taken(cursor, names) if len(set(names)) == len(names) else None
         for item in chunk:
-            outcome = _put(cursor, item, on_conflict, staging, ids)
+            outcome = _put(cursor, item, on_conflict, staging, ids, guard)
             result.add(item.name, outcome)
             if outcome != "skipped" and item.agent is not None:
                 kind = "created" if outcome == "imported" else "updated"
@@ -90,6 +107,7 @@ def _put(
     on_conflict: ConflictPolicy,
     staging: _BulkStaging,
     taken: dict[str, Sequence[Any]] | None,
+    guard: _Guard,
 ) -> ImportOutcome:
     """Stage one item: its agent row and records go in with the next batch."""
     if item.name in staging.agents:  # put twice in one call: the first must be in the table
@@ -101,11 +119,13 @@ def _put(
     # Records are stored oldest first so that ids order them newest-last, as live runs do.
     newest = item.history.executions[:HISTORY_MAX_RECORDS] if item.history else []
     if item.agent is not None:
+        forced: list[_Row] = []
         if existing is not None:
             if on_conflict == "fail":
                 raise AgentExistsError(item.name)
             if on_conflict == "skip":
                 return "skipped"
+            forced = guard.forced_moves(cursor, existing[0], item)
             forget_versions(cursor, existing[0], item.name, archive=False)
             for statement in (DELETE_HISTORY, DELETE_TAGS, DELETE_AGENT):
                 cursor.execute(statement, {"agent_id": existing[0]})
@@ -116,7 +136,9 @@ def _put(
             else item.agent.metadata.execution_count
         )
         values = config_values(item.agent) | metadata_values(item.agent.metadata, total)
-        staging.add_agent(values, newest[::-1], imported_rows(item.agent, item.versions))
+        staging.add_agent(
+            values, newest[::-1], imported_rows(item.agent, item.versions) + forced
+        )
         return outcome
     if existing is None:
         raise AgentNotFoundError(item.name)
@@ -133,6 +155,43 @@ def _put(
         cursor.execute(SET_TOTAL, {"agent_id": agent_id, "total_executions": total})
         staging.add_records(agent_id, item.name, newest[::-1])
     return outcome
+
+
+class _Guard:
+    """What a bulk put may do to the protected labels of the agents it replaces: the store's
+    labels and gates read before the replace, held against ``import_gates``' rule."""
+
+    __slots__ = ("_force", "_note", "_now")
+
+    def __init__(self, force: bool, note: str | None, now: datetime) -> None:
+        self._force = force
+        self._note = note
+        self._now = now
+
+    def forced_moves(self, cursor: Cursor, agent_id: int, item: ImportItem) -> list[_Row]:
+        """The log rows of the forced moves of replacing agent ``agent_id`` by ``item``
+        (``agent_id`` filled in once known), or ``ProtectedImportError``."""
+        keys = {"agent_id": agent_id}
+        gates = {row[0]: gate_from_row(row[1:]) for row in cursor.all(GATES, keys)}
+        if not gates:
+            return []
+        splits = splits_from_rows(cursor.all(SHARES, keys))
+        targets = {
+            label: splits.get(label, {version: 100})
+            for label, version in cursor.all(LABELS, keys)
+        }
+        moves = protected_moves(
+            item.name,
+            gates,
+            targets,
+            item.versions,
+            note=self._note,
+            force=self._force,
+            now=self._now,
+        )
+        return [
+            (INSERT_MOVE, {"agent_id": 0, "agent_name": item.name} | move_values(m)) for m in moves
+        ]
 
 
 class _BulkStaging:

@@ -288,11 +288,19 @@ class RepositoryPort(ABC):
 
     @abstractmethod
     def bulk_put(
-        self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
+        self,
+        items: Sequence[ImportItem],
+        on_conflict: ConflictPolicy = "skip",
+        *,
+        force: bool = False,
+        note: str | None = None,
     ) -> BulkPutResult:
         """Put agents and histories exactly as given, in one transaction (all or nothing).
         ``items`` is a sequence of ``ImportItem``; ``on_conflict`` one of ``CONFLICT_POLICIES``,
-        checked before anything is written (``InvalidInputError`` naming them)."""
+        checked before anything is written (``InvalidInputError`` naming them). An agent
+        replaced keeps its protected labels where they point and its gates at least as strict
+        (``ProtectedImportError``), unless ``force`` with a ``note`` saying why: then each of
+        their moves is logged forced."""
 
     def bulk_put_stream(
         self,
@@ -300,13 +308,15 @@ class RepositoryPort(ABC):
         on_conflict: ConflictPolicy = "skip",
         *,
         keep_names: bool = True,
+        force: bool = False,
+        note: str | None = None,
     ) -> BulkPutResult:
         """``bulk_put`` for more items than fit in memory: still one transaction, fed by
         ``items()``, which is called again if the transaction is retried. ``keep_names=False``
         counts the outcomes without keeping each name (``BulkPutResult.count``): the memory of
         a put then does not grow with the number of items. (This default holds every item at
         once: adapters that can stream override it.)"""
-        return self.bulk_put(list(items()), checked_policy(on_conflict))
+        return self.bulk_put(list(items()), checked_policy(on_conflict), force=force, note=note)
 
     def close(self) -> None:
         """Release connections (of a store used from async code, ``aclose`` releases all)."""

@@ -153,9 +153,14 @@ class AsyncTwins:
         return self.aiterate(lambda r: r.iter_export_versions(page_size))
 
     async def abulk_put(
-        self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
+        self,
+        items: Sequence[ImportItem],
+        on_conflict: ConflictPolicy = "skip",
+        *,
+        force: bool = False,
+        note: str | None = None,
     ) -> BulkPutResult:
-        return await self.acall(lambda r: r.bulk_put(items, on_conflict))
+        return await self.acall(lambda r: r.bulk_put(items, on_conflict, force=force, note=note))
 
     async def abulk_put_stream(
         self,
@@ -163,9 +168,13 @@ class AsyncTwins:
         on_conflict: ConflictPolicy = "skip",
         *,
         keep_names: bool = True,
+        force: bool = False,
+        note: str | None = None,
     ) -> BulkPutResult:
         return await self.acall(
-            lambda r: r.bulk_put_stream(items, on_conflict, keep_names=keep_names)
+            lambda r: r.bulk_put_stream(
+                items, on_conflict, keep_names=keep_names, force=force, note=note
+            )
         )
 
     async def aversions(self, name: str, *, limit: int | None = None) -> list[AgentVersion]:

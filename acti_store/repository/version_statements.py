@@ -369,6 +369,7 @@ def move_from_row(row: Sequence[Any]) -> LabelMove:
     values["to_weights"] = parsed_weights(values["to_weights"])
     values["rollback"] = bool(values["rollback"])
     values["forced"] = bool(values["forced"])
+    values["imported"] = bool(values["imported"])
     if values["checks"] is not None:
         values["checks"] = [trusted(GateCheck, **check) for check in values["checks"]]
     return trusted(LabelMove, **values)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from ...models import Agent, ExecutionHistory
-from ...validation import flag, instances, integer
+from ...validation import flag, forced_note, instances, integer
 from ...versioning import VersionLog
 from ..arguments import checked_policy, checked_source
 from ..bulk import put_all
@@ -43,10 +43,15 @@ class Interchange(Role):
         )
 
     def bulk_put(
-        self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
+        self,
+        items: Sequence[ImportItem],
+        on_conflict: ConflictPolicy = "skip",
+        *,
+        force: bool = False,
+        note: str | None = None,
     ) -> BulkPutResult:
         instances(items, ImportItem, "items")
-        return self.bulk_put_stream(lambda: items, on_conflict)
+        return self.bulk_put_stream(lambda: items, on_conflict, force=force, note=note)
 
     def bulk_put_stream(
         self,
@@ -54,10 +59,13 @@ class Interchange(Role):
         on_conflict: ConflictPolicy = "skip",
         *,
         keep_names: bool = True,
+        force: bool = False,
+        note: str | None = None,
     ) -> BulkPutResult:
         on_conflict = checked_policy(on_conflict)  # before any write: a typo must not replace
         checked_source(items)
         flag(keep_names, "keep_names")
+        note = forced_note(note, flag(force, "force"))
         # A mirror writes the files of the agents put: it needs their names.
         keep = keep_names or self._core.mirror is not None
         # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
@@ -65,7 +73,17 @@ class Interchange(Role):
         taken, insert, feed = kind.taken_names, kind.insert_agents, kind.feed_statements()
         result = self._write(
             lambda cursor: put_all(
-                cursor, items(), on_conflict, taken, insert, feed, self.now(), keep, kind.bulk_batch
+                cursor,
+                items(),
+                on_conflict,
+                taken,
+                insert,
+                feed,
+                self.now(),
+                keep,
+                kind.bulk_batch,
+                force=force,
+                note=note,
             ),
             pipelined=False,
         )

@@ -31,7 +31,16 @@ from ...routing import (
     pick,
 )
 from ...sqlexec import Cursor
-from ...validation import ARGUMENT, flag, integer, optional_message, quoted, seconds, version_number
+from ...validation import (
+    ARGUMENT,
+    flag,
+    forced_note,
+    integer,
+    optional_message,
+    quoted,
+    seconds,
+    version_number,
+)
 from ...versioning import (
     DURATION_MAX,
     AgentVersion,
@@ -352,17 +361,6 @@ def _rate(value: object) -> float:
     if not 0 <= value <= 1:
         raise InvalidInputError(ARGUMENT, problem)
     return float(value)
-
-
-def forced_note(note: object, force: bool) -> str | None:
-    """The note of a move; a forced one must say why (a note of only white space says
-    nothing)."""
-    checked = optional_message(note, "note")
-    if force and (checked is None or not checked.strip()):
-        raise InvalidInputError(
-            ARGUMENT, [("note", "a forced move must say why: give a note with force=True")]
-        )
-    return checked
 
 
 def _last_move(moves: Iterable[LabelMove]) -> LabelMove | None:
