@@ -32,7 +32,7 @@ from .models import (
     ExecutionRecord,
     is_valid_name,
 )
-from .validation import field_errors
+from .validation import GROWING_FIELDS, field_errors, no_room_for_next_write
 
 
 def format_timestamp(value: datetime) -> str:
@@ -232,9 +232,15 @@ def agent_from_document(document: object) -> Agent:
         raise DocumentError("_metadata: Field required")
     fields["metadata"] = migrate_v1_metadata(_require_object(metadata, "'_metadata'"))
     try:
-        return Agent.model_validate(fields)
+        agent = Agent.model_validate(fields)
     except ValidationError as exc:
         raise DocumentError(describe_validation_error(exc)) from None
+    full = no_room_for_next_write(
+        {f"_metadata.{field}": getattr(agent.metadata, field) for field in GROWING_FIELDS}
+    )
+    if full is not None:
+        raise DocumentError(full)
+    return agent
 
 
 class _FileRecords(BaseModel):
@@ -270,6 +276,9 @@ def history_from_document(document: object) -> ExecutionHistory:
         history = ExecutionHistory.model_validate(fields)
     except ValidationError as exc:
         raise DocumentError(describe_validation_error(exc)) from None
+    full = no_room_for_next_write({"total_executions": history.total_executions})
+    if full is not None:
+        raise DocumentError(full)
     seen: set[str] = set()
     for record in history.executions:
         if record.execution_id in seen:

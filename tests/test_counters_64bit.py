@@ -164,3 +164,37 @@ def test_a_run_pinned_to_a_version_past_32_bits_is_recorded_at_once(
     assert {v: runs[v] for v in (current, INT32_MAX + 1, INT32_MAX)} == dict.fromkeys(
         (current, INT32_MAX + 1, INT32_MAX), 1
     )
+
+
+def test_an_import_leaves_room_for_the_next_write(repo: SqlAgentRepository, tmp_path: Path) -> None:
+    """A version or counter at 2**63 - 1 is refused at import on every engine (issue 42, item
+    6): SQLite's driver raised a raw ``OverflowError`` at the next update, and stored the next
+    run's count as a REAL; PostgreSQL and MariaDB refused the write, not the import."""
+    repo.create(make_config(NAME))
+    _run(repo, "first run")
+    export_json(repo, tmp_path)
+    agent_file, history_file = tmp_path / f"{NAME}.json", tmp_path / f"{NAME}_history.json"
+    agent, history = agent_file.read_text(), history_file.read_text()
+    for field in ("version", "execution_count", "success_count", "error_count"):
+        _set_counters(tmp_path, COUNTER_MAX - 1)
+        document = json.loads(agent_file.read_text())
+        document["_metadata"][field] = COUNTER_MAX
+        agent_file.write_text(json.dumps(document))
+        report = import_json(repo, tmp_path, on_conflict="replace")
+        assert report.aborted and report.invalid[f"{NAME}.json"] == (
+            f"_metadata.{field}: {COUNTER_MAX} leaves no room for the next write "
+            f"(at most {COUNTER_MAX - 1})"
+        )
+    _set_counters(tmp_path, COUNTER_MAX)
+    agent_file.write_text(agent)  # the history's total alone
+    assert "total_executions: 9223372036854775807 leaves no room" in " ".join(
+        import_json(repo, tmp_path, on_conflict="replace").invalid.values()
+    )
+    assert repo.get(NAME).metadata.version == 1
+    history_file.write_text(history)
+    _set_counters(tmp_path, COUNTER_MAX - 1)  # the largest an import takes: one more write fits
+    assert import_json(repo, tmp_path, on_conflict="replace").ok
+    repo.update(NAME, {"description": "The last version this agent can have"})
+    _run(repo, "the last run")
+    got = repo.get(NAME).metadata
+    assert (got.version, got.execution_count) == (COUNTER_MAX, COUNTER_MAX)
