@@ -330,6 +330,18 @@ class Cluster:
                 )
             time.sleep(0.05)
 
+    def detach(self, primary: Cluster) -> None:
+        """A standby stops receiving from ``primary`` (its ``primary_conninfo`` emptied and
+        reloaded), as if the network between them failed; returns once ``primary`` no longer
+        lists it. It keeps what it has replayed, and can still be promoted."""
+        self.execute("ALTER SYSTEM SET primary_conninfo = ''", "SELECT pg_reload_conf()")
+        deadline = time.monotonic() + SERVER_TIMEOUT
+        query = "SELECT 1 FROM pg_stat_replication WHERE application_name = %s"
+        while primary.execute_one(query, (self.name,)) is not None:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{self.name} still streams after {SERVER_TIMEOUT} s")
+            time.sleep(0.02)
+
     def close(self) -> None:
         """Stop the server at once if it runs, and remove the folder. Safe to call twice."""
         try:

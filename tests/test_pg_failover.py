@@ -33,7 +33,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,18 +68,38 @@ def multi_host_url(database: str, *clusters: Cluster) -> str:
     return f"postgresql+psycopg://postgres@/{database}?{hosts}&target_session_attrs=read-write"
 
 
+@contextmanager
+def _pair(*, synchronous: bool) -> Iterator[tuple[Cluster, Cluster]]:
+    """A primary and its standby, with a database ``test`` holding a migrated store and the
+    writers' agents; gone afterwards."""
+    with (
+        Cluster("primary") as primary,
+        Cluster.standby_of(primary, synchronous=synchronous) as standby,
+    ):
+        primary.create_database("test")
+        open_repository(primary.url("test"), export_dir="").close()  # migrates
+        failover.setup(primary.url("test"), WRITERS)
+        yield primary, standby
+
+
 @pytest.fixture
 def pair() -> Iterator[tuple[Cluster, Cluster]]:
-    """A primary and its synchronous standby, with a database ``test``; gone afterwards."""
-    with Cluster("primary") as primary, Cluster.standby_of(primary, synchronous=True) as standby:
-        primary.create_database("test")
-        yield primary, standby
+    """A primary and its synchronous standby (``remote_apply``)."""
+    with _pair(synchronous=True) as made:
+        yield made
+
+
+@pytest.fixture
+def async_pair() -> Iterator[tuple[Cluster, Cluster]]:
+    """A primary and its asynchronous standby."""
+    with _pair(synchronous=False) as made:
+        yield made
 
 
 class _Children(threading.Thread):
     """``run_children`` on a thread of its own, so the test can act while the children run."""
 
-    def __init__(self, target: Any, arg_lists: list[tuple[Any, ...]]) -> None:
+    def __init__(self, target: Callable[..., None], arg_lists: list[tuple[Any, ...]]) -> None:
         super().__init__(daemon=True)
         self.target, self.arg_lists = target, arg_lists
         self.error: BaseException | None = None
@@ -137,9 +158,16 @@ class Logs:
         )
 
 
-def _fail_over(primary: Cluster, standby: Cluster, url: str, folder: Path) -> tuple[Timeline, Logs]:
-    """Start the writers and the follower on ``url``, kill the primary, promote the standby,
-    stop the children; what happened when, and what they logged."""
+def _fail_over(
+    primary: Cluster,
+    standby: Cluster,
+    url: str,
+    folder: Path,
+    before_kill: Callable[[], None] = lambda: None,
+    writing: float = BEFORE_KILL,
+) -> tuple[Timeline, Logs]:
+    """Start the writers and the follower on ``url``, kill the primary (``before_kill`` first),
+    promote the standby, stop the children; what happened when, and what they logged."""
     ctx = context()
     stop_writers, stop_follower = ctx.Event(), ctx.Event()
     paths = [folder / f"writer_{i}.jsonl" for i in range(WRITERS)]
@@ -154,7 +182,8 @@ def _fail_over(primary: Cluster, standby: Cluster, url: str, folder: Path) -> tu
     follower.start()
     try:
         _wait_for_acks(paths, writers)
-        time.sleep(BEFORE_KILL)
+        time.sleep(writing)
+        before_kill()
         killed = time.time()
         primary.kill()
         down = time.time()
@@ -221,9 +250,6 @@ def test_writers_carry_on_through_a_failover_and_lose_no_acknowledged_write(
     pair: tuple[Cluster, Cluster], tmp_path: Path
 ) -> None:
     primary, standby = pair
-    open_repository(primary.url("test"), export_dir="").close()  # migrates
-    failover.setup(primary.url("test"), WRITERS)
-
     when, logs = _fail_over(primary, standby, multi_host_url("test", primary, standby), tmp_path)
     _report(when, logs)
 
@@ -258,3 +284,48 @@ def test_writers_carry_on_through_a_failover_and_lose_no_acknowledged_write(
     # across the failover.
     assert [row[0] for row in table] == list(range(1, len(table) + 1))
     assert [(e["seq"], e["kind"], e["agent"], e["version"]) for e in logs.changes] == table
+
+
+def _lost_runs(logs: Logs, agents: dict[str, tuple[int, int]]) -> int:
+    """How many acknowledged runs the new primary does not count."""
+    lost = 0
+    for done in logs.acks:
+        for name in {e["agent"] for e in done}:
+            ran = sum(1 for e in done if e["agent"] == name and e["op"] == "run")
+            lost += max(0, ran - agents[name][0])
+    return lost
+
+
+def test_an_asynchronous_standby_cut_off_before_the_failover_loses_acknowledged_writes(
+    async_pair: tuple[Cluster, Cluster], tmp_path: Path
+) -> None:
+    """What the synchronous standby above is for. An asynchronous standby stops receiving
+    (the network between the two fails) 0.5 s before the primary dies; the primary goes on
+    acknowledging writes meanwhile, and the promoted standby has none of them. The writers
+    carry on as above; what they wrote in that half second is gone, and so are the changes the
+    follower had read then: the new primary numbers its next changes from where the standby
+    was, and the follower, whose position is past that, is told ``ChangesExpiredError`` (its
+    cue to read the store again, docs/changes.md) until the new changes pass its position."""
+    primary, standby = async_pair
+
+    def cut_off() -> None:
+        standby.detach(primary)
+        time.sleep(0.5)
+
+    url = multi_host_url("test", primary, standby)
+    when, logs = _fail_over(primary, standby, url, tmp_path, cut_off, writing=1.5)
+    _report(when, logs)
+    agents, table = _new_primary(standby.url("test"))
+    seen = [(e["seq"], e["kind"], e["agent"], e["version"]) for e in logs.changes]
+    gone = [change for change in seen if change not in set(table)]
+    expired = sum(1 for e in logs.follower_errors if e["error"] == "ChangesExpiredError")
+    lost = _lost_runs(logs, agents)
+    print(
+        f"asynchronous: {lost} acknowledged runs lost; the follower saw {len(gone)} changes the "
+        f"new primary does not have, and was told ChangesExpiredError {expired} times"
+    )
+
+    writer_errors = Counter((e["error"], e["transient"]) for f in logs.errors for e in f)
+    assert set(writer_errors) <= {("StoreUnavailableError", True)}, writer_errors
+    assert lost > 0
+    assert gone
