@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import AgentStoreError
-from . import feed, interchange, relay, run, serve_mcp, store, tenants, versions, write
+from . import doctor, feed, interchange, relay, run, serve_mcp, store, tenants, versions, write
 from .options import Command, CommandFailed, add_global_options, apply_global_options
 
 __all__ = ["build_parser", "main"]
@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (store, write, versions, interchange, run, serve_mcp, tenants, feed, relay):
+    modules = (store, write, versions, interchange, run, serve_mcp, tenants, feed, relay, doctor)
+    for module in modules:
         module.register(subparsers)
     return parser
 
