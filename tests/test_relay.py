@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +276,106 @@ def test_a_missing_secret_is_refused_before_the_store_is_opened(
         "secret (the relay signs every body with it)\n"
     )
     assert not (tmp_path / "store.db").exists()
+
+
+@dataclass
+class Trickler:
+    """A receiver that answers its first request 200 and then trickles the answer's body, one
+    byte a second, for a minute; it answers every later request at once. ``requests``: when
+    each came (monotonic) and the change it carried."""
+
+    requests: list[tuple[float, int]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def seqs(self) -> list[int]:
+        with self.lock:
+            return [seq for _, seq in self.requests]
+
+
+@contextmanager
+def serve_trickling(receiver: Trickler) -> Iterator[str]:
+    """The trickling receiver's URL, served by threads of a socket server until the block ends."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            with receiver.lock:
+                receiver.requests.append((time.monotonic(), json.loads(body)["seq"]))
+                first = len(receiver.requests) == 1
+            self.send_response(200)
+            self.send_header("Content-Length", "60" if first else "0")
+            self.end_headers()
+            if not first:
+                return
+            for _ in range(60):  # a minute, one byte a second, unless the relay hangs up
+                try:
+                    self.wfile.write(b".")
+                    self.wfile.flush()
+                except OSError:
+                    return
+                if receiver.stop.wait(1.0):
+                    return
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hooks/acti"
+    finally:
+        receiver.stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_trickled_answer_is_cut_off_at_the_deadline_and_tried_again(tmp_path: Path) -> None:
+    """One deadline for the whole exchange: a 200 whose body comes a byte a second is not a
+    delivery; the relay gives up at its --timeout, says so, keeps its position before the change,
+    and delivers the change again."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    make_changes(url, 0, 2)
+    with open_repository(url) as repo:
+        seqs = [c.seq for c in repo.changes()]
+    receiver = Trickler()
+    with serve_trickling(receiver) as hook:
+        argv = ["relay", "--webhook", hook, "--secret-env", SECRET_ENV, "--name", RELAY]
+        relay = subprocess.Popen(
+            [sys.executable, "-m", "acti_store", *argv, "--timeout", "2", "--url", url],
+            stdout=(tmp_path / "stdout").open("wb"),
+            stderr=(tmp_path / "stderr").open("wb"),
+            env=relay_env(),
+        )
+        try:
+            wait_for(
+                lambda: len(receiver.seqs()) >= 1, "the first request", relay, tmp_path / "stderr"
+            )
+            assert checkpoint(url) is None  # the change is being trickled: not delivered
+            wait_for(lambda: len(receiver.seqs()) >= 2, "the retry", relay, tmp_path / "stderr", 30)
+            wait_for(
+                lambda: checkpoint(url) == seqs[-1] == printed_last(tmp_path / "stdout"),
+                "the last seq's checkpoint and line",
+                relay,
+                tmp_path / "stderr",
+            )
+            relay.send_signal(signal.SIGTERM)
+            assert relay.wait(timeout=30) == 0
+        finally:
+            if relay.poll() is None:
+                relay.kill()
+                relay.wait()
+    with receiver.lock:
+        (first, _), (retry, _) = receiver.requests[:2]
+    assert receiver.seqs() == [seqs[0], *seqs]  # the first change again, then the next
+    # Cut off at 2 s, then a pause of at most 0.1 s: far less than the minute of trickling
+    # (the bound leaves room for a loaded machine).
+    assert 2.0 <= retry - first < 15.0, retry - first
+    stderr = (tmp_path / "stderr").read_text()
+    assert "Traceback" not in stderr
+    assert stderr.startswith(
+        f"warning: change {seqs[0]} not delivered (no whole answer within 2 s); trying again in "
+    ), stderr
+    assert len(stderr.splitlines()) == 1

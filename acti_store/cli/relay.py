@@ -7,21 +7,28 @@ position (``repo.save_checkpoint(--name, seq)``) moves past it only then, so a r
 moment (even by ``kill -9``) delivers again, on its next start, at most the change it was at.
 A receiver dedups by ``X-Acti-Delivery``.
 
-A failure that can pass (no connection, a timeout, 5xx, 408, 429) is tried again, the same
-change, after a growing pause (``Backoff``), forever, with one line per failure on stderr. Any
-other answer (4xx, a redirect) is the receiver refusing the change: the relay stops with status 1
-and delivers nothing after it. Ctrl-C or SIGTERM end it with status 0.
+A delivery has one deadline for the whole exchange (``--timeout``, 30 s: connecting, sending,
+the receiver's whole answer): a receiver that trickles its answer is cut off then. A failure
+that can pass (no connection, the deadline, 5xx, 408, 429) is tried again, the same change,
+after a growing pause (``Backoff``), forever, with one line per failure on stderr. Any other
+answer (4xx, a redirect) is the receiver refusing the change: the relay stops with status 1 and
+delivers nothing after it. Ctrl-C or SIGTERM end it with status 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import hashlib
 import hmac
 import http.client
 import os
 import random
+import socket
+import ssl
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -45,8 +52,11 @@ from .options import CommandFailed, add_url_option, open_from_args, package_vers
 
 SIGNATURE_HEADER: Final = "X-Acti-Signature"
 DELIVERY_HEADER: Final = "X-Acti-Delivery"
-#: How long one delivery may take (connecting, sending, the receiver's answer), in seconds.
+#: How long one delivery may take in all (connecting, sending, the receiver's whole answer),
+#: in seconds, unless ``--timeout`` says otherwise.
 DELIVERY_TIMEOUT: Final = 30.0
+#: The shortest ``--timeout`` taken, in seconds.
+DELIVERY_TIMEOUT_MIN: Final = 0.1
 #: The pause after the first failure, doubled after each next one up to ``BACKOFF_MAX`` (seconds).
 BACKOFF_FIRST: Final = 0.1
 BACKOFF_MAX: Final = 10.0
@@ -64,6 +74,7 @@ REFUSED: Final = (
     "delivered (fix the receiver, then start the relay again: it resumes at change {seq})"
 )
 RETRYING: Final = "warning: change {seq} not delivered ({problem}); trying again in {pause:.2f} s"
+OVERDUE: Final = "no whole answer within {timeout:g} s"
 STORE_RETRYING: Final = (
     "warning: change {seq} was delivered, but its position could not be saved ({problem}); "
     "trying again in {pause:.2f} s"
@@ -105,8 +116,109 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-#: What posts the deliveries: urllib's, following no redirect.
-_OPENER: Final = urllib.request.build_opener(_NoRedirects)
+class Deadline:
+    """One delivery's deadline, ``seconds`` from when the block starts: the connections opened
+    for it are shut when it passes, whatever they wait on (a per-read timeout does not end an
+    answer trickled a byte at a time). ``passed`` then says so."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._at = time.monotonic() + seconds
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self.passed = False
+
+    def __enter__(self) -> Deadline:
+        self._at = time.monotonic() + self._seconds
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def remaining(self) -> float:
+        """The seconds left (a little at least: a timeout of 0 would make a socket non-blocking)."""
+        return max(self._at - time.monotonic(), 0.001)
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut ``sock`` when the deadline passes (at once if it has)."""
+        with self._lock:
+            self._sockets.append(sock)
+            if self.passed:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.passed = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    """Shut both ways: a thread blocked on the socket wakes (the socket's own ``shutdown``, not
+    TLS's, which another thread's read could trip over)."""
+    with contextlib.suppress(OSError):  # closed already
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _Watched:
+    """A connection (mixed into ``http.client``'s) that connects within its request's deadline
+    and is then watched by it."""
+
+    sock: socket.socket | None
+    timeout: float | None
+
+    def __init__(self, *args: Any, deadline: Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        self.timeout = self._deadline.remaining()
+        super().connect()  # type: ignore[misc]
+        if self.sock is not None:
+            self._deadline.watch(self.sock)
+
+
+class _WatchedHTTP(_Watched, http.client.HTTPConnection):
+    pass
+
+
+class _WatchedHTTPS(_Watched, http.client.HTTPSConnection):
+    pass
+
+
+class _Delivery(urllib.request.Request):
+    """A delivery's request: it carries its ``Deadline`` to the connection that sends it."""
+
+    def __init__(self, *args: Any, deadline: Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+
+
+def _deadline_of(request: urllib.request.Request) -> Deadline:
+    if not isinstance(request, _Delivery):  # pragma: no cover - only deliveries are opened
+        raise TypeError("the relay's opener sends deliveries only")
+    return request.deadline
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        connection = functools.partial(_WatchedHTTP, deadline=_deadline_of(req))
+        return self.do_open(connection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    context: Final = ssl.create_default_context()
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        connection = functools.partial(_WatchedHTTPS, deadline=_deadline_of(req))
+        return self.do_open(connection, req, context=self.context)
+
+
+#: What posts the deliveries: urllib's, following no redirect, each within its deadline.
+_OPENER: Final = urllib.request.build_opener(_NoRedirects, _HTTPHandler, _HTTPSHandler)
 #: How much of an answer's body is read at a time (and dropped: the status is the answer).
 _CHUNK: Final = 64 * 1024
 
@@ -123,8 +235,19 @@ class Webhook:
     def post(self, change: Change) -> None:
         """Deliver ``change``: return on a 2xx answer; raise ``Undelivered`` (try again) or
         ``Refused`` (do not)."""
+        with Deadline(self.timeout) as deadline:
+            try:
+                self._exchange(change, deadline)
+            except Undelivered:
+                if not deadline.passed:
+                    raise
+            if deadline.passed:  # whatever was read: the answer was cut off
+                raise Undelivered(OVERDUE.format(timeout=self.timeout))
+
+    def _exchange(self, change: Change, deadline: Deadline) -> None:
+        """One POST of ``change``, its connection shut by ``deadline`` if it passes."""
         body = change_body(change)
-        request = urllib.request.Request(
+        request = _Delivery(
             self.url,
             data=body,
             method="POST",
@@ -134,9 +257,10 @@ class Webhook:
                 DELIVERY_HEADER: str(change.seq),
                 "User-Agent": self.user_agent,
             },
+            deadline=deadline,
         )
         try:
-            with _OPENER.open(request, timeout=self.timeout) as response:
+            with _OPENER.open(request, timeout=deadline.remaining()) as response:
                 while response.read(_CHUNK):  # the whole answer: the connection ends cleanly
                     pass
         except urllib.error.HTTPError as exc:  # an answer, not 2xx
@@ -217,7 +341,8 @@ def _secret(name: str) -> bytes:
 
 
 def _relay(args: argparse.Namespace) -> int:
-    webhook = Webhook(args.webhook, _secret(args.secret_env))  # refused before the store opens
+    # Refused before the store opens.
+    webhook = Webhook(args.webhook, _secret(args.secret_env), timeout=args.timeout)
     repo = open_from_args(args)
     feed = None
     backoff = Backoff()
@@ -241,6 +366,20 @@ def webhook_url(text: str) -> str:
     return text
 
 
+def deadline_seconds(text: str) -> float:
+    """An argparse ``type``: a delivery's deadline, a finite number of seconds, at least
+    ``DELIVERY_TIMEOUT_MIN``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not DELIVERY_TIMEOUT_MIN <= value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"not a number of seconds, at least {DELIVERY_TIMEOUT_MIN:g}: {text!r}"
+        )
+    return value
+
+
 def relay_name(text: str) -> str:
     """An argparse ``type``: the relay's name, under which its position is saved."""
     if not is_valid_name(text):
@@ -257,9 +396,9 @@ def register(subparsers: Any) -> None:
         f"at a time, in order, signed ({SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of the body>) "
         f"and numbered ({DELIVERY_HEADER}: <seq>). The position is saved in the store under "
         "--name after each 2xx answer; a relay started again resumes there. Connection errors, "
-        "timeouts, 5xx, 408 and 429 are tried again, with growing pauses, forever; any other "
-        "answer stops the relay (status 1). Prints each delivered change on stdout; Ctrl-C or "
-        "SIGTERM end it (status 0).",
+        "a delivery past --timeout, 5xx, 408 and 429 are tried again, with growing pauses, "
+        "forever; any other answer stops the relay (status 1). Prints each delivered change on "
+        "stdout; Ctrl-C or SIGTERM end it (status 0).",
     )
     relay.add_argument(
         "--webhook", required=True, type=webhook_url, metavar="URL", help="the receiver's URL"
@@ -285,6 +424,15 @@ def register(subparsers: Any) -> None:
         metavar="SEQ",
         help="start after seq SEQ (default: after the saved position, else from the oldest "
         "change kept)",
+    )
+    relay.add_argument(
+        "--timeout",
+        type=deadline_seconds,
+        default=DELIVERY_TIMEOUT,
+        metavar="SECONDS",
+        help="the most one delivery may take in all, connecting, sending and the receiver's "
+        f"whole answer, then it is tried again: at least {DELIVERY_TIMEOUT_MIN:g} (default: "
+        f"{DELIVERY_TIMEOUT:g})",
     )
     add_url_option(relay)
     relay.set_defaults(func=until_stopped(_relay))
