@@ -39,6 +39,8 @@ def open_repository(
     keep_versions: int | None = None,
     tenant: str | None = None,
     keep_changes: timedelta | None = None,
+    pooler: str | None = None,
+    listen_url: str | URL | None = None,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
@@ -68,6 +70,13 @@ def open_repository(
     per tenant, and another tenant's agent reads as one that does not exist (docs/tenants.md).
     ``keep_changes`` (None: keep every change) is how long the change feed keeps a change: the
     store prunes older ones after its writes (``prune_changes``; docs/changes.md).
+    ``pooler`` (else ``ACTI_STORE_POOLER``): ``"transaction"`` when a PostgreSQL store is
+    reached through a pooler in transaction mode (PgBouncer, RDS Proxy, Supabase's or Neon's
+    pooled URL): every read and write is a transaction that makes the store's settings anew
+    (schema, tenant, lock timeout), and no statement is prepared on the server; ``"none"`` (the
+    default) keeps them in the session (docs/production.md). ``listen_url`` (else
+    ``ACTI_STORE_LISTEN_URL``): a direct URL of the database for the change feed's ``LISTEN``
+    behind such a pooler; without one, its watchers poll the feed's counter.
 
     Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``; for a wrong
     type an ``ArgumentTypeError``, also a ``TypeError``) for an argument out of its rule, before
@@ -93,6 +102,9 @@ def open_repository(
     keep_changes = retention(keep_changes)
     flag(migrate, "migrate")
     optional_of(schema, str, "schema")
+    optional_of(pooler, str, "pooler")
+    if listen_url is not None and not isinstance(listen_url, URL):
+        optional_of(listen_url, str, "listen_url")
     optional_of(engine_options, Mapping, "engine_options")
     optional_function(clock, "clock", "a function returning the time (an aware UTC datetime)")
     if mirror is not None and not callable(getattr(mirror, "sync", None)):
@@ -108,6 +120,8 @@ def open_repository(
         schema=schema,
         read_only=read_only,
         lock_timeout=lock_timeout,
+        pooler=pooler,
+        listen_url=listen_url,
         **(engine_options or {}),
     )
     try:

@@ -79,6 +79,31 @@ _PG_LASTING: Final = {
     "58030": "the database server failed to read or write its files",
 }
 _PG_LASTING_CLASSES: Final = {"28": "the database refused the credentials"}
+#: What a store that keeps its settings in the session meets behind a pooler in transaction
+#: mode, which hands each transaction to any server session: psycopg's prepared statements
+#: (``_pg3_...``) missing or already there (SQLSTATE 26000, 42P05, 08P01's "bind message"),
+#: the URL's server options refused, and another session's tenant (row-level security).
+_POOLER_STATEMENT: Final = 'prepared statement "_pg3_'
+_POOLER_STARTUP: Final = "unsupported startup parameter"
+_POOLER_SYMPTOM_SQLSTATES: Final = frozenset({"26000", "42P05", "08P01", "42501"})
+#: Said of a pooler's symptom (``_pooler_symptom``).
+POOLER_HINT: Final = (
+    "the store seems to be reached through a connection pooler in transaction mode (PgBouncer, "
+    "RDS Proxy, a pooled Supabase or Neon URL), where each transaction may find another server "
+    'session: open it with pooler="transaction" (ACTI_STORE_POOLER=transaction, acti-store '
+    "--pooler transaction), or use a direct URL"
+)
+
+
+def _pooler_symptom(orig: BaseException) -> bool:
+    """Whether a PostgreSQL error is one a pooler in transaction mode causes (``POOLER_HINT``):
+    asked only of a store not opened for one."""
+    message = str(orig)
+    if _POOLER_STARTUP in message:  # at connect: psycopg gives no SQLSTATE
+        return True
+    if getattr(orig, "sqlstate", None) not in _POOLER_SYMPTOM_SQLSTATES:
+        return False
+    return _POOLER_STATEMENT in message or "row-level security" in message
 #: MariaDB/MySQL error numbers (``args[0]`` of a pymysql error; also the client's 2xxx ones):
 #: lock wait timeout and deadlock, which trying again can get past.
 _MYSQL_RETRYABLE: Final = frozenset({1205, 1213})
@@ -234,6 +259,9 @@ def unavailable(exc: BaseException, prefix: str | None = None) -> StoreUnavailab
     store cannot be written). ``prefix`` opens the message."""
     lines = str(driver_error(exc)).strip().splitlines()
     detail = lines[0] if lines else type(driver_error(exc)).__name__
+    if _pooler_symptom(driver_error(exc)):
+        opening = f"{prefix}: " if prefix else ""
+        return StoreUnavailableError(f"{opening}{POOLER_HINT}: {detail}", transient=False)
     problem = _lasting_problem(exc)
     if problem is not None:
         opening = f"{prefix}: {problem}" if prefix else problem
@@ -261,7 +289,7 @@ def translated(exc: BaseException, dbapi: Any, name: str | None = None) -> BaseE
     if not isinstance(exc, sa_exc.DBAPIError | dbapi.Error):
         return None
     orig = driver_error(exc)
-    if _lasting_problem(orig) is not None:  # e.g. no permission: a ProgrammingError on psycopg
+    if _lasting_problem(orig) is not None or _pooler_symptom(orig):  # e.g. no permission
         return unavailable(exc)
     if isinstance(orig, dbapi.IntegrityError):
         if name is not None and _is_unique_violation(orig):

@@ -9,13 +9,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import sqlite3
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote, unquote
 
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -23,9 +18,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from . import mariadb, postgresql
+from . import mariadb, postgresql, sqlite
 from .column_types import MYSQL_DIALECTS
-from .dberrors import is_sqlite_busy
 from .errors import (
     MissingDriverError,
     SchemaVersionError,
@@ -34,6 +28,12 @@ from .errors import (
 )
 from .models import INTEGER_MAX
 from .postgresql import wait_ms as wait_ms  # also SQLite's busy timeout
+from .sqlite import SQLITE_BEGIN_READ as SQLITE_BEGIN_READ
+from .sqlite import SQLITE_BEGIN_WRITE as SQLITE_BEGIN_WRITE
+from .sqlite import foreign_keys_off as foreign_keys_off
+from .sqlite import read_only_url as read_only_url
+from .sqlite import sqlite_path as sqlite_path
+from .sqlite import switch_to_wal as switch_to_wal
 
 if TYPE_CHECKING:  # imported when first made: it needs greenlet, which only [postgres] installs
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -49,22 +49,6 @@ LOCK_TIMEOUT_DEFAULT: Final = 30.0
 #: The longest ``lock_timeout`` (seconds), about 24.8 days: both engines take a lock wait in
 #: milliseconds as a 32-bit integer (PostgreSQL's ``lock_timeout``, SQLite's busy timeout).
 LOCK_TIMEOUT_MAX: Final = INTEGER_MAX / 1000
-#: Page cache per SQLite connection, in KiB (SQLite's default is 2,000). Filled only as pages
-#: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
-#: a 2 MB cache go to the operating system for every page.
-SQLITE_CACHE_KIB: Final = 16_000
-#: Size the WAL file is cut back to when SQLite starts it over after a checkpoint. A long reader
-#: (an export holds one snapshot from its first page to its last) stops checkpoints from resetting
-#: the WAL past its snapshot, so the WAL grows with every write made meanwhile; without a limit
-#: the file would keep that size on disk for good.
-SQLITE_WAL_SIZE_LIMIT: Final = 64 * 2**20
-#: How SQLite begins a transaction that reads (one snapshot) and one that writes: a writer takes
-#: the write lock up front, so concurrent writers queue on the busy timeout instead of failing
-#: with "database is locked" when a read lock would have to be upgraded. Both routes that begin
-#: a transaction use these: SQLAlchemy connections (``_sqlite_begin``) and the repository's fast
-#: path on DBAPI connections.
-SQLITE_BEGIN_READ: Final = "BEGIN"
-SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
 #: The table where acti_store records its Alembic revision (Alembic's ``version_table``): not
 #: ``alembic_version``, which an application's own Alembic uses in the same database.
 VERSION_TABLE: Final = "acti_store_alembic_version"
@@ -99,6 +83,17 @@ SCHEMA_NAME_RULE: Final = (
 #: The execution option that carries a store's schema (None: the connection's default schema)
 #: on its engine and every connection of it, so the migrations know where they run.
 SCHEMA_OPTION: Final = "acti_schema"
+#: The environment variable naming the connection pooler between the store and PostgreSQL
+#: when ``open_repository(pooler=...)`` is not given (``POOLERS``).
+ENV_POOLER: Final = "ACTI_STORE_POOLER"
+#: What may stand between a store and its PostgreSQL server: nothing (or a pooler in session
+#: mode, which keeps a server connection per client connection), or a pooler in transaction
+#: mode (PgBouncer's ``pool_mode = transaction``, RDS Proxy, Supabase's and Neon's pooled URLs),
+#: which may hand each transaction to another server connection.
+POOLERS: Final = ("none", "transaction")
+#: The execution option that carries a pooled store's ``postgresql.TransactionSettings`` on its
+#: engine (absent: a store that keeps its settings in the session).
+POOLER_OPTION: Final = "acti_pooler"
 SUPPORTED_URLS: Final = (
     "Use sqlite:///relative/path.db, sqlite:////absolute/path.db, "
     "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE (PostgreSQL needs "
@@ -157,6 +152,46 @@ def resolve_schema(schema: str | None, url: URL) -> str | None:
     return given
 
 
+def resolve_pooler(pooler: str | None, url: URL) -> bool:
+    """Whether the store at ``url`` is reached through a pooler in transaction mode: ``pooler``
+    (``"none"``/None or ``"transaction"``), else ``ACTI_STORE_POOLER``. Accepted for any engine
+    (nothing else needs it); ``StoreUrlError`` for another value."""
+    given = os.environ.get(ENV_POOLER, "") if pooler is None else pooler
+    if given in ("", "none"):
+        return False
+    if given != "transaction":
+        named = f"pooler {given[:40]!r}" if pooler is not None else f"{ENV_POOLER}={given[:40]!r}"
+        raise StoreUrlError(
+            f"{named} is not a pooler mode acti_store knows: use none or transaction"
+        )
+    return url.get_backend_name() == "postgresql"
+
+
+#: The environment variable giving ``listen_url`` when ``open_repository`` is not given one.
+ENV_LISTEN_URL: Final = "ACTI_STORE_LISTEN_URL"
+#: The execution option that carries a store's ``listen_url`` (None: its own connections).
+LISTEN_OPTION: Final = "acti_listen_url"
+
+
+def resolve_listen_url(listen_url: str | URL | None, url: URL) -> URL | None:
+    """The direct URL a PostgreSQL store's change feed listens on: ``listen_url``, else
+    ``ACTI_STORE_LISTEN_URL``; None (the store's own connections) for other engines."""
+    given = listen_url or os.environ.get(ENV_LISTEN_URL) or None
+    if given is None or url.get_backend_name() != "postgresql":
+        return None
+    resolved = resolve_url(given)
+    if resolved.get_backend_name() != "postgresql":
+        raise StoreUrlError("listen_url must be a PostgreSQL URL of the store's database")
+    return resolved
+
+
+def pooled_settings(bind: Connection | Engine) -> postgresql.TransactionSettings | None:
+    """The per-transaction settings of a store reached through a transaction pooler (made by
+    ``make_engine(pooler="transaction")``), else None."""
+    settings = bind.get_execution_options().get(POOLER_OPTION)
+    return settings if isinstance(settings, postgresql.TransactionSettings) else None
+
+
 def store_schema(bind: Connection | Engine) -> str | None:
     """The schema of the store ``bind`` (made by ``make_engine``) works on; None: the default."""
     schema = bind.get_execution_options().get(SCHEMA_OPTION)
@@ -202,89 +237,14 @@ def alembic_config(url: URL | None = None, schema: str | None = None) -> Config:
     return cfg
 
 
-def _sqlite_connect(dbapi_connection: Any, lock_timeout: float) -> None:
-    # We issue BEGIN ourselves (see _sqlite_begin): the driver must not.
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {wait_ms(lock_timeout)}")
-    if _empty_or_a_store(cursor):
-        _enable_wal(cursor, lock_timeout)
-    cursor.execute("PRAGMA synchronous = NORMAL")
-    cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-    cursor.execute(f"PRAGMA journal_size_limit = {SQLITE_WAL_SIZE_LIMIT}")
-    cursor.execute("PRAGMA foreign_keys = ON")
-    cursor.close()
-
-
-def _empty_or_a_store(cursor: Any) -> bool:
-    """Whether the file is new or empty, or holds acti_store's version table: a file that is
-    acti_store's to switch to WAL. Another application's file is switched only once a migration
-    has made the store in it (``switch_to_wal``), after checking that none of its tables bears
-    a name of acti_store's (``acti_store.revisions``): a refused file is left as it was."""
-    rows = cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    return not rows or any(name == VERSION_TABLE for (name,) in rows)
-
-
-@contextmanager
-def foreign_keys_off(conn: Connection) -> Iterator[None]:
-    """SQLite: foreign keys off on ``conn`` while it migrates (set before its transaction, as
-    SQLite requires), so that a revision may rebuild a table (drop it and rename its copy)
-    without its children's cascades firing; on again after. Revision 0009 checks the keys
-    itself before it commits. A no-op on other engines."""
-    if conn.dialect.name != "sqlite":
-        yield
-        return
-    driver = conn.connection.dbapi_connection
-    assert driver is not None
-    driver.execute("PRAGMA foreign_keys = OFF")
-    try:
-        yield
-    finally:
-        driver.execute("PRAGMA foreign_keys = ON")
-
-
-def switch_to_wal(conn: Connection) -> None:
-    """SQLite: switch the store's file to WAL, outside any transaction of ``conn`` (a no-op once
-    it is, and on PostgreSQL). Run after a migration commits: the connection policy switches
-    only a file that is empty or already a store (``_empty_or_a_store``)."""
-    if conn.dialect.name != "sqlite":
-        return
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
-        (busy_ms,) = cursor.execute("PRAGMA busy_timeout").fetchone()
-        _enable_wal(cursor, busy_ms / 1000)
-    finally:
-        cursor.close()
-
-
-def _enable_wal(cursor: Any, lock_timeout: float) -> None:
-    """Switch to WAL (kept in the file once set). Switching needs the database to itself and does
-    not wait on the busy timeout: two processes opening a new store at once retry here."""
-    deadline = time.monotonic() + lock_timeout
-    delay = 0.005
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if not is_sqlite_busy(exc) or time.monotonic() > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-
-
-def _sqlite_begin(conn: Connection) -> None:
-    # A connection with the execution option ``acti_write`` writes (the migrations do).
-    writes = conn.get_execution_options().get("acti_write", False)
-    conn.exec_driver_sql(SQLITE_BEGIN_WRITE if writes else SQLITE_BEGIN_READ)
-
-
 def make_async_engine(
     url: str | URL | None = None,
     *,
     schema: str | None = None,
     read_only: bool = False,
     lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
+    pooler: str | None = None,
+    listen_url: str | URL | None = None,
     **kwargs: Any,
 ) -> AsyncEngine:
     """``make_engine``'s PostgreSQL store on psycopg's async connections (the URL's driver
@@ -298,6 +258,8 @@ def make_async_engine(
         schema=schema,
         read_only=read_only,
         lock_timeout=lock_timeout,
+        pooler=pooler,
+        listen_url=listen_url,
         _async=True,
         **kwargs,
     )
@@ -312,6 +274,8 @@ def make_engine(
     schema: str | None = None,
     read_only: bool = False,
     lock_timeout: float = LOCK_TIMEOUT_DEFAULT,
+    pooler: str | None = None,
+    listen_url: str | URL | None = None,
     _async: bool = False,
     **kwargs: Any,
 ) -> Engine:
@@ -322,18 +286,29 @@ def make_engine(
     ``schema`` (PostgreSQL; else ``ACTI_STORE_SCHEMA``, ``resolve_schema``) is carried by the
     engine and its connections (``store_schema``). ``read_only`` opens for reading only
     (``read_only_url``; no WAL switch, no folder created; PostgreSQL sessions default to
-    read-only transactions). Raises ``StoreUrlError`` for a URL or schema acti_store cannot
-    use, ``MissingDriverError`` (saying what to install) when its driver is missing, and
-    ``StoreUnavailableError`` when the SQLite file's folder cannot be created.
+    read-only transactions). ``pooler`` (else ``ACTI_STORE_POOLER``; ``resolve_pooler``):
+    ``"transaction"`` for a PostgreSQL server reached through a pooler in transaction mode,
+    where a session keeps nothing from one transaction to the next: no server-side prepared
+    statements, and the store's settings (schema, lock timeout, read-only, tenant) made anew by
+    each transaction (``postgresql.TransactionSettings``). ``listen_url`` (else
+    ``ACTI_STORE_LISTEN_URL``): a direct URL of the same database for the change feed's
+    ``LISTEN``, which needs a session of its own. Raises ``StoreUrlError`` for a URL, schema or
+    pooler acti_store cannot use, ``MissingDriverError`` (saying what to install) when its
+    driver is missing, and ``StoreUnavailableError`` when the SQLite file's folder cannot be
+    created.
     """
     resolved = resolve_url(url)
     own_schema = resolve_schema(schema, resolved)
+    pooled = resolve_pooler(pooler, resolved)
+    listen = resolve_listen_url(listen_url, resolved)
 
     if resolved.get_backend_name() == "sqlite":
 
         def sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-            policy = _sqlite_reader if read_only else _sqlite_connect
-            policy(dbapi_connection, lock_timeout)
+            if read_only:
+                sqlite.reader(dbapi_connection, lock_timeout)
+            else:
+                sqlite.connect(dbapi_connection, lock_timeout, VERSION_TABLE)
 
         if read_only:
             resolved = read_only_url(resolved)
@@ -344,7 +319,7 @@ def make_engine(
         kwargs.setdefault("pool_reset_on_return", None)
         engine = _create_engine(resolved, kwargs)
         event.listen(engine, "connect", sqlite_connect)
-        event.listen(engine, "begin", _sqlite_begin)
+        event.listen(engine, "begin", sqlite.begin)
         return engine
 
     if resolved.get_backend_name() in MYSQL_DIALECTS:  # schema: a database of its own
@@ -354,6 +329,10 @@ def make_engine(
         event.listen(engine, "reset", mariadb.reset)
         return engine
 
+    if pooled:  # no statement kept by the server: each transaction may find another session
+        resolved, named = postgresql.pooled_url(resolved)
+        own_schema = own_schema or resolve_schema(named, resolved)
+        kwargs["connect_args"] = {**kwargs.get("connect_args", {}), "prepare_threshold": None}
     session = postgresql.session_sql(lock_timeout, read_only=read_only, schema=own_schema)
     if not _async and importlib.util.find_spec("greenlet") is not None:
         # The async API's module, imported here at startup rather than on the event loop by its
@@ -371,10 +350,20 @@ def make_engine(
     if not kwargs.get("pool_pre_ping"):
         event.listen(engine, "checkin", postgresql.checkin)
         event.listen(engine, "checkout", lambda c, r, _: postgresql.checkout(engine, c, r))
+    engine.update_execution_options(**{SCHEMA_OPTION: own_schema, LISTEN_OPTION: listen})
+    if pooled:
+        settings = postgresql.TransactionSettings(own_schema, wait_ms(lock_timeout), read_only)
+        # SQLAlchemy's own transactions (migrations, revision checks) make them as they begin.
+        event.listen(engine, "begin", lambda conn: postgresql.begin(conn, settings))
+        if own_schema is not None:  # after the dialect's first look (current_schema(): public)
+            event.listen(
+                engine, "connect", lambda _c, _r: postgresql.default_schema(engine, own_schema)
+            )
+        engine.update_execution_options(**{POOLER_OPTION: settings})
+        return engine
     # First of the connect listeners, so the dialect reads the store's schema as the default
     # schema (``current_schema()``) when it first connects: reflection looks there.
     event.listen(engine, "connect", postgresql_connect, insert=True)
-    engine.update_execution_options(**{SCHEMA_OPTION: own_schema})
     return engine
 
 
@@ -402,40 +391,6 @@ def _make_folder(database: str | None) -> None:
             ) from None
 
 
-def read_only_url(url: URL) -> URL:
-    """The SQLite URL that opens ``url``'s file for reading only (``mode=ro``).
-
-    When the file's folder is not writable either, SQLite could not create the side files WAL
-    reads need, so the file is opened ``immutable=1``: SQLite then takes no locks and assumes
-    nobody changes the file while it is open. Not when a write-ahead log is there (a writer was
-    killed before merging it), which immutable reads would not see: it is read through its
-    ``-shm`` index with ``mode=ro``, and without that index the store is refused.
-    """
-    database = url.database or ""
-    if database in ("", ":memory:") or database.startswith("file:"):
-        raise StoreUrlError(
-            "read-only needs a SQLite file given by its path (sqlite:///path/to/store.db)"
-        )
-    path = Path(database).expanduser().resolve()
-    if not path.is_file():
-        raise StoreUnavailableError(
-            f"cannot open the store read-only: {path} is not a file", transient=False
-        )
-    query = "mode=ro"
-    if not os.access(path.parent, os.W_OK):
-        wal = path.with_name(path.name + "-wal")
-        if not wal.is_file() or wal.stat().st_size == 0:
-            query += "&immutable=1"
-        elif not path.with_name(path.name + "-shm").is_file():
-            raise StoreUnavailableError(
-                f"cannot open the store read-only: its folder {path.parent} is read-only and "
-                f"holds an unmerged write-ahead log ({wal.name}) without its index file "
-                f"({path.name}-shm): open the store once with write access to merge the log",
-                transient=False,
-            )
-    return url.set(database=f"file:{quote(str(path))}?{query}").update_query_dict({"uri": "true"})
-
-
 #: Query parameters of a database URL that hold a credential (never shown in ``store_location``).
 _URL_SECRET_PARAMETERS: Final = frozenset({"password", "sslpassword"})
 
@@ -455,20 +410,3 @@ def store_file(url: URL) -> Path | None:
     if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
         return None
     return sqlite_path(database)
-
-
-def sqlite_path(database: str) -> Path:
-    """The file a SQLite URL's database names: a path, or a ``file:`` URI (``read_only_url``)."""
-    if database.startswith("file:"):
-        return Path(unquote(database.removeprefix("file:").partition("?")[0]))
-    return Path(database).expanduser()
-
-
-def _sqlite_reader(dbapi_connection: Any, lock_timeout: float) -> None:
-    """The connection policy of a read-only store: no WAL switch, and no writes at all."""
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {wait_ms(lock_timeout)}")
-    cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-    cursor.execute("PRAGMA query_only = ON")
-    cursor.close()

@@ -7,13 +7,18 @@ schema as the search path); a pooled connection is pinged only when it may have 
 
 from __future__ import annotations
 
+import re
 import select
 import time
+from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import URL
 from sqlalchemy.pool import ConnectionPoolEntry
+
+from .tenancy import TENANT_SETTING
 
 
 def wait_ms(seconds: float) -> int:
@@ -47,6 +52,68 @@ def session_sql(
     if schema is not None:
         statements.append(f'SET search_path TO "{schema}"')
     return statements
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionSettings:
+    """What a store reached through a transaction pooler makes anew in each transaction, where
+    the session's (``session_sql``) would be left on a server connection the pooler then hands
+    to any client: the schema as the search path, the lock timeout (milliseconds), read-only
+    transactions; the tenant of row-level security is the repository's (``statement``)."""
+
+    schema: str | None
+    lock_timeout_ms: int
+    read_only: bool
+
+    def statement(
+        self, tenant: str | None = None, lock_timeout_ms: int | None = None
+    ) -> tuple[str, tuple[str, ...]]:
+        """One ``SELECT`` of ``set_config(..., true)`` calls (each undone when the transaction
+        ends) and its parameters: sent after the transaction's first statements, in its first
+        round trip. ``lock_timeout_ms``: this transaction's own lock wait, else the store's."""
+        wait = self.lock_timeout_ms if lock_timeout_ms is None else lock_timeout_ms
+        calls, values = ["set_config('lock_timeout', %s, true)"], [str(wait)]
+        if self.schema is not None:
+            calls.append("set_config('search_path', %s, true)")
+            values.append(f'"{self.schema}"')
+        if tenant is not None:
+            calls.append(f"set_config('{TENANT_SETTING}', %s, true)")
+            values.append(tenant)
+        if self.read_only:
+            calls.append("set_config('transaction_read_only', 'on', true)")
+        return f"SELECT {', '.join(calls)}", tuple(values)
+
+
+#: A search path given as a server option of a PostgreSQL URL (``?options=-csearch_path=acti``).
+_SEARCH_PATH_OPTION: Final = re.compile(r"(?:^|\s)-c\s*search_path=([a-z_][a-z0-9_]*)(?=\s|$)")
+
+
+def pooled_url(url: URL) -> tuple[URL, str | None]:
+    """A URL for a pooler in transaction mode, and the schema its server options named as the
+    search path (``options=-csearch_path=acti``), if any: taken out of the options, which the
+    pooler does not pass on to the server (PgBouncer refuses or ignores them), to be made by
+    each transaction instead (``TransactionSettings``)."""
+    given = url.query.get("options")
+    options = given if isinstance(given, str) else given[-1] if given else ""
+    found = _SEARCH_PATH_OPTION.search(options)
+    if found is None:
+        return url, None
+    rest = (options[: found.start()] + options[found.end() :]).strip()
+    url = url.difference_update_query(["options"])
+    return (url.update_query_dict({"options": rest}) if rest else url), found.group(1)
+
+
+def begin(conn: Connection, settings: TransactionSettings) -> None:
+    """A pooled store's SQLAlchemy transaction (a migration, a revision check) as it begins:
+    its settings, for no tenant (those transactions read and write no tenant's rows)."""
+    sql, values = settings.statement()
+    conn.exec_driver_sql(sql, values)
+
+
+def default_schema(engine: Engine, schema: str) -> None:
+    """A pooled store's schema as the dialect's default (its first look read ``public``, the
+    session's), where reflection (``alembic check``) looks for the store's tables."""
+    engine.dialect.default_schema_name = schema
 
 
 def connect(dbapi_connection: Any, statements: list[str]) -> None:

@@ -491,6 +491,9 @@ class Cursor:
         tenant = self._tenant()
         return [{**row, TENANT: tenant} for row in rows]
 
-    def raw(self, sql: str) -> None:
-        """Run a fixed SQL text (BEGIN, a PRAGMA)."""
-        self._cursor.execute(sql)
+    def raw(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run a fixed SQL text (BEGIN, a PRAGMA), with its positional ``params`` if any."""
+        if params:
+            self._cursor.execute(sql, params)
+        else:
+            self._cursor.execute(sql)

@@ -17,7 +17,16 @@ from typing import Any, Final
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..bootstrap import open_repository
-from ..engine import DEFAULT_URL, ENV_SCHEMA, ENV_URL, resolve_url, store_file
+from ..engine import (
+    DEFAULT_URL,
+    ENV_LISTEN_URL,
+    ENV_POOLER,
+    ENV_SCHEMA,
+    ENV_URL,
+    POOLERS,
+    resolve_url,
+    store_file,
+)
 from ..repository import AgentRepository, SqlAgentRepository
 from ..tenancy import DEFAULT_TENANT, ENV_TENANT
 from ..tools.builder import BuilderTools
@@ -154,6 +163,8 @@ def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
         schema=args.schema,
         read_only=getattr(args, "read_only", False),
         tenant=getattr(args, "tenant", None),
+        pooler=getattr(args, "pooler", None),
+        listen_url=getattr(args, "listen_url", None),
     )
 
 
@@ -266,7 +277,28 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help=f"{TENANT_HELP}; a --tenant after the command wins",
     )
+    add_connection_options(parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """How a PostgreSQL store is reached in production (docs/production.md): ``--pooler``,
+    ``--listen-url`` and ``--replica``, before the command (every command takes them)."""
+    parser.add_argument(
+        "--pooler",
+        choices=POOLERS,
+        default=None,
+        help=f"the connection pooler in front of PostgreSQL: transaction for PgBouncer's "
+        f"transaction mode, RDS Proxy, Supabase's or Neon's pooled URLs (default: "
+        f"${ENV_POOLER}, else none)",
+    )
+    parser.add_argument(
+        "--listen-url",
+        default=None,
+        metavar="URL",
+        help=f"a direct URL of the database for the change feed's LISTEN behind a transaction "
+        f"pooler (default: ${ENV_LISTEN_URL}; without one, watchers poll)",
+    )
 
 
 def apply_global_options(args: argparse.Namespace) -> None:

@@ -101,7 +101,12 @@ def _serve_tenants(args: argparse.Namespace, grants: Mapping[str, Grant], model:
         # which a read-only opening needs.
         for grant in sorted(set(granted.values()), key=lambda g: (g.read_only, g.tenant)):
             repo = open_repository(
-                args.url, schema=args.schema, tenant=grant.tenant, read_only=grant.read_only
+                args.url,
+                schema=args.schema,
+                tenant=grant.tenant,
+                read_only=grant.read_only,
+                pooler=args.pooler,
+                listen_url=args.listen_url,
             )
             stack.callback(repo.close)
             notifier = notifiers.setdefault(grant.tenant, Notifier())

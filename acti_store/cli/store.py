@@ -124,7 +124,7 @@ def _revisions(revisions: set[str]) -> str:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    engine = make_engine(args.url, schema=args.schema)
+    engine = make_engine(args.url, schema=args.schema, pooler=args.pooler)
     try:
         if args.check or args.current or args.sql:
             current, heads, legacy = current_revisions(engine)

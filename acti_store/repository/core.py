@@ -95,7 +95,7 @@ class StoreCore:
         #: The tenant whose rows this store sees and touches (``tenancy``).
         self.tenant = tenant
         # What differs between engines; an engine the repository does not run on is refused.
-        self.kind = strategy_for(engine.dialect.name)
+        self.kind = strategy_for(engine.dialect.name).for_engine(engine)
         self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
         #: How long the change feed keeps a change (None: for good); pruned after writes, at
         #: most every ``PRUNE_EVERY`` of it (``prune_due``).

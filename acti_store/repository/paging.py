@@ -26,7 +26,7 @@ from .engines.base import EngineStrategy
 from .port import SearchPage
 from .search import page_rows
 from .statements import AGENTS_PAGE, GET_ID, NAME, agent_from_row, export_page
-from .transaction import forget_tenant, use_tenant
+from .transaction import begin_transaction, forget_tenant, use_tenant
 from .versions import read_version_log
 
 T = TypeVar("T")
@@ -85,8 +85,8 @@ def export_stream(
     def read_page(after: str, *, first: bool) -> tuple[list[T], str]:
         """The entries of the page after ``after``, and the name of its last agent."""
         with translate_errors(dbapi):  # transient or lasting, as ``dberrors`` decides
-            for statement in engine.begin_snapshot if first else ():
-                cursor.raw(statement)
+            if first:
+                begin_transaction(engine, cursor, engine.begin_snapshot, tenant=tenant)
             page = export_page(cursor, after, page_size, engine.export_records)
             last = page[-1][0].name if page else after
             return [entry(cursor, agent, history) for agent, history in page], last

@@ -45,7 +45,8 @@ def own_connection(engine: Engine) -> Any:
 
 class PollingSignal:
     """A cheap read whose answer changes when a change commits (``probe``), asked every
-    ``interval`` seconds on ``connection``, which the signal closes."""
+    ``interval`` seconds on ``connection``, which the signal closes (None: the probe reads
+    through the store's own connections)."""
 
     def __init__(self, connection: Any, probe: Callable[[], object], interval: float) -> None:
         self._connection = connection
@@ -65,7 +66,8 @@ class PollingSignal:
             time.sleep(min(self._interval, left))
 
     def close(self) -> None:
-        self._connection.close()
+        if self._connection is not None:
+            self._connection.close()
 
 
 def counter_signal(engine: Engine, tenant: str) -> PollingSignal:

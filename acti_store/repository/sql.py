@@ -17,7 +17,13 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Engine
 
-from ..engine import LOCK_TIMEOUT_DEFAULT, make_async_engine, store_schema
+from ..engine import (
+    LISTEN_OPTION,
+    LOCK_TIMEOUT_DEFAULT,
+    make_async_engine,
+    pooled_settings,
+    store_schema,
+)
 from ..tenancy import DEFAULT_TENANT, check_tenant
 from .arguments import retention, store_options
 from .asynchronous import Dispatch, GreenletDispatch, StoreThreads
@@ -173,9 +179,17 @@ class SqlAgentRepository(AgentRepository):
         if not core.kind.async_engine:
             return super()._make_dispatch()
         options: dict[str, Any] = {"read_only": self.read_only, "lock_timeout": core.lock_timeout}
-        # The store's schema, or "" for the default one (not ACTI_STORE_SCHEMA read again).
+        # The store's schema, or "" for the default one (not ACTI_STORE_SCHEMA read again);
+        # the same pooler and listening URL (not ACTI_STORE_POOLER read again either).
         schema = store_schema(core.engine) or ""
-        engine = partial(make_async_engine, core.engine.url, schema=schema, **options)
+        engine = partial(
+            make_async_engine,
+            core.engine.url,
+            schema=schema,
+            pooler="none" if pooled_settings(core.engine) is None else "transaction",
+            listen_url=core.engine.get_execution_options().get(LISTEN_OPTION),
+            **options,
+        )
         options |= {
             "clock": core.clock,
             "mirror": core.mirror,

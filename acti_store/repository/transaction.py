@@ -51,8 +51,30 @@ def use_tenant(engine: EngineStrategy, connection: Any, cursor: Cursor, tenant: 
     if statement is None or connection.info.get(TENANT_SETTING) == tenant:
         return False
     connection.info[TENANT_SETTING] = tenant
-    cursor.raw(statement)
+    cursor.raw(*statement)
     return True
+
+
+def begin_transaction(
+    engine: EngineStrategy,
+    cursor: Cursor,
+    begin: Begin,
+    *,
+    tenant: str,
+    lock_wait: float | None = None,
+) -> None:
+    """The first statements of a transaction on ``cursor``: ``begin``, a lock wait of
+    ``lock_wait`` seconds where given, and the engine's settings for the transaction
+    (``EngineStrategy.transaction_sql``: a store behind a transaction pooler), all sent without
+    waiting where the cursor is in a pipeline. A lock wait of the connection's own (SQLite's
+    busy timeout) is set before its BEGIN; a transaction's own (``SET LOCAL``) after it."""
+    settings = engine.transaction_sql(tenant, lock_wait)
+    if lock_wait is not None and settings is None:
+        cursor.raw(engine.lock_wait_sql(lock_wait))
+    for statement in begin:
+        cursor.raw(statement)
+    if settings is not None:
+        cursor.raw(*settings)
 
 
 def forget_tenant(connection: Any) -> None:
@@ -115,10 +137,7 @@ def run_transaction(
             use_tenant(engine, connection, cursor, tenant)  # before BEGIN: the session's
             if pipelined:
                 cursor.raw("BEGIN")
-            if lock_wait is not None:  # SQLite: before its BEGIN; PostgreSQL: SET LOCAL
-                cursor.raw(engine.lock_wait_sql(lock_wait))
-            for statement in begin:
-                cursor.raw(statement)
+            begin_transaction(engine, cursor, begin, tenant=tenant, lock_wait=lock_wait)
             result = work(cursor)
             if cursor.changes:  # last: the counter's lock is held only for the commit
                 append_changes(cursor, engine.feed_statements())

@@ -30,6 +30,8 @@ T = TypeVar("T")
 
 #: The statements that open a transaction, in order (none: the driver opens it).
 Begin: TypeAlias = tuple[str, ...]
+#: A fixed SQL text and its parameters (``Cursor.raw``).
+Statement: TypeAlias = tuple[str, tuple[Any, ...]]
 
 
 class Write(Protocol):
@@ -129,11 +131,23 @@ class EngineStrategy:
         """The statement after which a lock wait gives up after ``seconds``."""
         raise NotImplementedError
 
-    def tenant_sql(self, tenant: str) -> str | None:
+    def tenant_sql(self, tenant: str) -> Statement | None:
         """The statement that keeps ``tenant`` (a checked name) in the session, for an engine
         that enforces tenants in the database too; None: the statements' own condition
-        (``tenancy.scoped``) is all."""
+        (``tenancy.scoped``) is all, or the transaction keeps it (``transaction_sql``)."""
         return None
+
+    def transaction_sql(self, tenant: str, lock_wait: float | None) -> Statement | None:
+        """The statement that makes the store's settings for one transaction, after its first
+        statements (a store reached through a transaction pooler, whose sessions keep nothing
+        between transactions: ``for_engine``), with ``lock_wait`` (seconds) as its lock wait
+        when given; None: the session keeps them (and ``lock_wait_sql`` sets a lock wait)."""
+        return None
+
+    def for_engine(self, engine: Engine) -> EngineStrategy:
+        """The strategy for the store on ``engine``: this one, or a variant for how its
+        server is reached (PostgreSQL behind a transaction pooler)."""
+        return self
 
     def first_lock_wait(self, lock_timeout: float) -> float | None:
         """A write's first lock wait (``lock_wait_sql``), or None: the session's own, which
@@ -197,9 +211,12 @@ class EngineStrategy:
             raise NotImplementedError(f"{self.name}: no statement counts the changes")
         return FeedStatements(self.count_changes, self.notify_changes)
 
-    def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
+    def change_signal(
+        self, engine: Engine, tenant: str, last_seq: Callable[[], object]
+    ) -> ChangeSignal:
         """What tells a watcher of ``tenant``'s feed that a change may have committed: by
-        default its counter, read every ``signals.POLL_INTERVAL``."""
+        default its counter, read every ``signals.POLL_INTERVAL`` on a connection of its own
+        (``last_seq`` reads it as the store reads, each time in a transaction of its own)."""
         return counter_signal(engine, tenant)
 
     # -- export and bulk loading -------------------------------------------------------------------

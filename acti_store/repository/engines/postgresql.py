@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from functools import cache, partial
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 from sqlalchemy import (
@@ -33,11 +32,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.engine import Dialect
-from sqlalchemy.util import await_only
+from sqlalchemy.engine import URL, Dialect
+from sqlalchemy.pool import NullPool
 
-from ...engine import wait_ms
+from ...engine import LISTEN_OPTION, make_engine, pooled_settings, store_schema, wait_ms
 from ...models import ExecutionRecord
+from ...postgresql import TransactionSettings
 from ...schema import agents, executions
 from ...sqlexec import Answer, Compiled, Cursor, Prepared
 from ...tenancy import TENANT_SETTING, tenant_param
@@ -52,7 +52,7 @@ from ..recording import (
     run_record,
     why_unrecorded,
 )
-from ..signals import ChangeSignal, own_connection
+from ..signals import POLL_INTERVAL, ChangeSignal, PollingSignal, own_connection
 from ..statements import (
     AGENT_KEYS,
     BY_NAME,
@@ -61,7 +61,8 @@ from ..statements import (
     records_of,
 )
 from ..version_statements import count_run
-from .base import EngineStrategy, Read, Write
+from .base import EngineStrategy, Read, Statement, Write
+from .pipeline import BridgedConnection, psycopg_async_connection, psycopg_connection
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +227,9 @@ def refresh_statistics(engine: Engine, written: int) -> None:
     if not written:
         return
     try:
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        # A transaction of its own (not autocommit): one that a store behind a transaction
+        # pooler makes its settings in, its schema's search path among them.
+        with engine.begin() as conn:
             found: Any = conn.execute(_SINCE_ANALYZED).one()
             rows, changed = float(found[0]), max(int(found[1] or 0), written)
             if rows < 0 or changed >= ANALYZE_SHARE * rows:
@@ -238,116 +241,8 @@ def refresh_statistics(engine: Engine, written: int) -> None:
 # -- the strategy ----------------------------------------------------------------------------------
 
 
-# -- pipeline mode ---------------------------------------------------------------------------------
-
-
-@cache
-def _psycopg_connection() -> type[Any]:
-    """psycopg's (synchronous) connection class; a class nothing is an instance of when the
-    driver is not installed."""
-    try:
-        from psycopg import Connection
-    except ImportError:
-        return type("NoPsycopg", (), {})
-    return Connection
-
-
-@cache
-def _psycopg_async_connection() -> type[Any]:
-    """psycopg's async connection class (under SQLAlchemy's adapter, the async API's twin runs
-    on one, through the greenlet bridge); a class nothing is an instance of without psycopg."""
-    try:
-        from psycopg import AsyncConnection
-    except ImportError:
-        return type("NoAsyncPsycopg", (), {})
-    return AsyncConnection
-
-
-class _BridgedCursor:
-    """A psycopg async cursor as a sync one, each call awaited through the greenlet bridge
-    (``await_only``), what a pipelined write on the async API sends on. Not SQLAlchemy's
-    adapter's cursor: that one fetches every row as it executes, which in a pipeline would wait
-    for each answer."""
-
-    __slots__ = ("_cursor", "connection")
-
-    def __init__(self, connection: _BridgedConnection) -> None:
-        self.connection = connection
-        self._cursor = connection.driver.cursor()
-
-    def execute(self, sql: str, params: Any = None) -> _BridgedCursor:
-        await_only(self._cursor.execute(sql, params))
-        return self
-
-    def executemany(self, sql: str, params: Any, *, returning: bool = False) -> None:
-        await_only(self._cursor.executemany(sql, params, returning=returning))
-
-    def results(self) -> Iterator[_BridgedCursor]:
-        """Each result of ``executemany(..., returning=True)``, this cursor moved to it."""
-        results = self._cursor.results()
-        while True:
-            try:
-                await_only(anext(results))
-            except StopAsyncIteration:
-                return
-            yield self
-
-    def fetchall(self) -> list[Any]:
-        return list(await_only(self._cursor.fetchall()))
-
-    @property
-    def description(self) -> Any:
-        return self._cursor.description
-
-    @property
-    def rowcount(self) -> int:
-        return int(self._cursor.rowcount)
-
-    def close(self) -> None:
-        await_only(self._cursor.close())
-
-    def __enter__(self) -> _BridgedCursor:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-
-class _BridgedPipeline:
-    __slots__ = ("_pipeline",)
-
-    def __init__(self, pipeline: Any) -> None:
-        self._pipeline = pipeline
-
-    def sync(self) -> None:
-        await_only(self._pipeline.sync())
-
-
-class _BridgedConnection:
-    """psycopg's async connection (``driver``) as the sync one a pipelined write uses: its
-    ``pipeline()`` and ``cursor()``, awaited through the greenlet bridge. The async API's
-    writes so take the round trips of the sync ones."""
-
-    __slots__ = ("driver",)
-
-    def __init__(self, driver: Any) -> None:
-        self.driver = driver
-
-    def cursor(self) -> _BridgedCursor:
-        return _BridgedCursor(self)
-
-    @contextmanager
-    def pipeline(self) -> Iterator[_BridgedPipeline]:
-        manager = self.driver.pipeline()
-        pipeline = await_only(manager.__aenter__())
-        try:
-            yield _BridgedPipeline(pipeline)
-        except BaseException as exc:
-            if not await_only(manager.__aexit__(type(exc), exc, exc.__traceback__)):
-                raise
-        else:
-            await_only(manager.__aexit__(None, None, None))
-
+#: Row-level security's key kept by the session (``PostgresqlEngine.tenant_sql``).
+SET_TENANT: Final = f"SELECT set_config('{TENANT_SETTING}', %s, false)"
 
 #: The channel of the change feed's notifications; the payload names the store's schema and the
 #: tenant (``ListenSignal``).
@@ -364,13 +259,30 @@ class ListenSignal:
     """``LISTEN`` on a connection of its own: each write with changes notifies the channel
     (``NOTIFY_CHANGES``) as it commits; the watcher sends no query while nothing changes."""
 
-    def __init__(self, engine: Engine, tenant: str) -> None:
+    def __init__(self, engine: Engine, tenant: str, *, schema: str | None = None) -> None:
         self._connection = driver = own_connection(engine)
         driver.autocommit = True
-        schema = driver.execute("SELECT current_schema()").fetchone()[0]
+        if schema is None:
+            schema = driver.execute("SELECT current_schema()").fetchone()[0]
         driver.execute(f"LISTEN {CHANNEL}")
         self._driver = driver
         self._payload = f"{schema} {tenant}"
+        self._engine: Engine | None = None
+
+    @classmethod
+    def on_url(cls, listen_url: URL, store: Engine, tenant: str) -> ListenSignal:
+        """``LISTEN`` on a connection to ``listen_url`` (a direct URL of the store's database,
+        where the store's own reach it through a transaction pooler), for the notifications of
+        the store on ``store`` (its schema: the store's, else the database's default one)."""
+        schema = store_schema(store) or store.dialect.default_schema_name
+        engine = make_engine(listen_url, schema="", poolclass=NullPool)
+        try:
+            signal = cls(engine, tenant, schema=schema)
+        except BaseException:
+            engine.dispose()
+            raise
+        signal._engine = engine
+        return signal
 
     def arm(self) -> None:
         """Nothing to do: a notification that comes before ``wait`` waits for it."""
@@ -384,6 +296,8 @@ class ListenSignal:
 
     def close(self) -> None:
         self._connection.close()
+        if self._engine is not None:
+            self._engine.dispose()
 
 
 class PostgresqlEngine(EngineStrategy):
@@ -399,16 +313,25 @@ class PostgresqlEngine(EngineStrategy):
     #: with no parameter limit, and each batch costs round trips (``bulk_batch``).
     bulk_batch = POSTGRES_BULK_BATCH
 
-    def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
+    def change_signal(
+        self, engine: Engine, tenant: str, last_seq: Callable[[], object]
+    ) -> ChangeSignal:
         return ListenSignal(engine, tenant)
 
     def lock_wait_sql(self, seconds: float) -> str:
         return f"SET LOCAL lock_timeout = {wait_ms(seconds)}"
 
-    def tenant_sql(self, tenant: str) -> str | None:
+    def tenant_sql(self, tenant: str) -> Statement | None:
         """Row-level security's key (migration 0009): kept by the session, set when a
         connection first serves the tenant."""
-        return f"SELECT set_config('{TENANT_SETTING}', '{tenant}', false)"
+        return SET_TENANT, (tenant,)
+
+    def for_engine(self, engine: Engine) -> EngineStrategy:
+        settings = pooled_settings(engine)
+        listen_url = engine.get_execution_options().get(LISTEN_OPTION)
+        if settings is None:
+            return self if listen_url is None else DirectPostgresqlEngine(listen_url)
+        return PooledPostgresqlEngine(settings, listen_url)
 
     def record_execution(
         self, write: Write, read: Read, name: str, record: ExecutionRecord, version: int | None
@@ -422,11 +345,11 @@ class PostgresqlEngine(EngineStrategy):
 
     def pipeline_connection(self, connection: Any) -> Any | None:
         """psycopg's connection (a pooled one's driver's); psycopg's async one (the async
-        API's twin, in the greenlet bridge) as a sync one, ``_BridgedConnection``."""
+        API's twin, in the greenlet bridge) as a sync one, ``BridgedConnection``."""
         driver = getattr(connection, "driver_connection", None)
-        if isinstance(driver, _psycopg_async_connection()):
-            return _BridgedConnection(driver)
-        if isinstance(driver, _psycopg_connection()):
+        if isinstance(driver, psycopg_async_connection()):
+            return BridgedConnection(driver)
+        if isinstance(driver, psycopg_connection()):
             return driver
         return None
 
@@ -460,3 +383,54 @@ class PostgresqlEngine(EngineStrategy):
 
     def after_growth(self, engine: Engine, written: int) -> None:
         refresh_statistics(engine, written)
+
+
+class DirectPostgresqlEngine(PostgresqlEngine):
+    """A store whose change feed listens on a URL of its own (``listen_url``)."""
+
+    def __init__(self, listen_url: URL) -> None:
+        self.listen_url = listen_url
+
+    def change_signal(
+        self, engine: Engine, tenant: str, last_seq: Callable[[], object]
+    ) -> ChangeSignal:
+        return ListenSignal.on_url(self.listen_url, engine, tenant)
+
+
+class PooledPostgresqlEngine(PostgresqlEngine):
+    """A store reached through a pooler in transaction mode (PgBouncer's ``pool_mode =
+    transaction``), which may give each transaction another server session: every read and
+    write is one transaction of its own, sent in pipeline mode (``BEGIN``, the settings, the
+    statements, ``COMMIT``: a read costs the round trip of its answer and one for its end), the
+    store's settings and tenant made anew in it (``postgresql.TransactionSettings``), never
+    kept by the session; no server-side prepared statements (``engine.make_engine``). The
+    change feed listens on ``listen_url`` (a direct URL), else it reads the tenant's counter
+    every ``signals.POLL_INTERVAL`` (``LISTEN`` needs a session of its own)."""
+
+    reads_in_autocommit = False
+
+    def __init__(self, settings: TransactionSettings, listen_url: URL | None) -> None:
+        self.settings = settings
+        self.listen_url = listen_url
+        self._warned = False
+
+    def tenant_sql(self, tenant: str) -> Statement | None:
+        return None
+
+    def transaction_sql(self, tenant: str, lock_wait: float | None) -> Statement | None:
+        return self.settings.statement(tenant, None if lock_wait is None else wait_ms(lock_wait))
+
+    def change_signal(
+        self, engine: Engine, tenant: str, last_seq: Callable[[], object]
+    ) -> ChangeSignal:
+        if self.listen_url is not None:
+            return ListenSignal.on_url(self.listen_url, engine, tenant)
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "the change feed of a store behind a transaction pooler is polled every %g s: "
+                "give a direct URL of the database (listen_url=, ACTI_STORE_LISTEN_URL or "
+                "--listen-url) to be told of each change as it commits",
+                POLL_INTERVAL,
+            )
+        return PollingSignal(None, last_seq, POLL_INTERVAL)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from sqlalchemy import Engine, Integer, bindparam, column, literal_column, select, table, text
@@ -163,7 +163,9 @@ class SqliteEngine(EngineStrategy):
     count_changes = COUNT_CHANGES
     save_checkpoint = SAVE_CHECKPOINT
 
-    def change_signal(self, engine: Engine, tenant: str) -> ChangeSignal:
+    def change_signal(
+        self, engine: Engine, tenant: str, last_seq: Callable[[], object]
+    ) -> ChangeSignal:
         return data_version_signal(engine)
 
     def lock_wait_sql(self, seconds: float) -> str:

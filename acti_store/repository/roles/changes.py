@@ -122,7 +122,7 @@ class Changes(Role):
 
     def _signal(self) -> ChangeSignal:
         core = self._core
-        return core.kind.change_signal(core.engine, core.tenant)
+        return core.kind.change_signal(core.engine, core.tenant, self.last_change)
 
     def _start(self, after: int | None) -> int:
         return self.last_change() if after is None else _position(after)
