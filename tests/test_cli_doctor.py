@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from conftest import POSTGRES_URL, SKIP_POSTGRES
+from conftest import MYSQL_URL, POSTGRES_URL, SKIP_MYSQL, SKIP_POSTGRES
 from fresh_database import fresh_postgres_database
 from pg_cluster import Cluster, PgBouncer, clusters_missing, pgbouncer_missing
 from test_tenant_roles import roles_sql, statements, with_user
@@ -123,6 +123,21 @@ def test_a_store_behind_head_says_to_migrate_with_its_options(sqlite_store: str)
     # Read only: the doctor moved nothing.
     current = acti_store("migrate", "--url", sqlite_store, "--current")
     assert f"current: {OLDER_REVISION}" in current.stdout
+
+
+def test_a_store_a_newer_acti_store_migrated_says_to_upgrade(sqlite_store: str) -> None:
+    path = sa.make_url(sqlite_store).database or ""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE acti_store_alembic_version SET version_num = '0099_from_the_future'")
+    status, findings = doctor("--url", sqlite_store)
+    assert status == 1
+    assert findings["revision"] == {
+        "check": "revision",
+        "status": "error",
+        "message": "the store is at revision 0099_from_the_future, which this acti_store does "
+        "not know (a newer acti_store migrated it)",
+        "advice": "upgrade acti_store to the version that migrated the store",
+    }
 
 
 def test_a_store_in_rollback_journal_mode_is_a_warning_left_as_it_is(sqlite_store: str) -> None:
@@ -307,3 +322,15 @@ def test_an_unknown_pooler_mode_is_an_error(sqlite_store: str) -> None:
     assert findings["options"]["message"] == (
         "ACTI_STORE_POOLER='session' is not a pooler mode acti_store knows: use none or transaction"
     )
+
+
+@pytest.mark.mysql
+@pytest.mark.skipif(not MYSQL_URL, reason=SKIP_MYSQL)
+def test_a_mariadb_store_is_all_ok(mysql_database: str) -> None:
+    migrated = acti_store("migrate", "--url", mysql_database)
+    assert migrated.returncode == 0, migrated.stderr
+    status, findings = doctor("--url", mysql_database)
+    assert status == 0, findings
+    assert statuses(findings) == {"server": "ok", "revision": "ok", "isolation": "ok"}
+    assert "-MariaDB" in findings["server"]["message"]
+    assert findings["isolation"]["message"] == "sessions run at READ-COMMITTED"
