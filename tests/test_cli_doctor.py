@@ -309,6 +309,32 @@ def test_a_transaction_pooler_is_detected_and_must_be_configured(pool_size: int)
 
 
 @needs_postgres
+@pytest.mark.skipif(bool(pgbouncer_missing()), reason=pgbouncer_missing() or "")
+def test_a_store_behind_a_configured_pooler_is_read_in_its_schema() -> None:
+    """Through the pooler a session's search path does not last: the store's revision is still
+    read in its own schema, every check made anew in each transaction."""
+    assert POSTGRES_URL is not None
+    server = sa.make_url(POSTGRES_URL)
+    schema = f"acti_doctor_{uuid.uuid4().hex[:10]}"
+    migrated = acti_store("--schema", schema, "migrate", "--url", POSTGRES_URL)
+    assert migrated.returncode == 0, migrated.stderr
+    try:
+        with PgBouncer(server.port or 5432, server.host or "127.0.0.1") as pooler:
+            url = pooler.url(server.database or "postgres")
+            done = acti_store("--pooler", "transaction", "doctor", "--url", url, "--schema", schema)
+        lines = {line.split(":", 1)[0]: line for line in done.stdout.splitlines()}
+        assert lines["ok      revision"].endswith(", the latest"), done.stdout
+        assert lines["ok      pooler"].endswith("and the store is configured for it"), done.stdout
+    finally:
+        admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as conn:
+                conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        finally:
+            admin.dispose()
+
+
+@needs_postgres
 def test_a_pooler_configured_but_not_there_is_ok_with_a_note(pg_store: str) -> None:
     _, findings = doctor("--url", pg_store, ACTI_STORE_POOLER="transaction")
     assert findings["pooler"]["status"] == "ok"

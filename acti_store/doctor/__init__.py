@@ -22,12 +22,13 @@ from ..dberrors import unreachable
 from ..engine import (
     alembic_config,
     make_engine,
+    resolve_pooler,
     resolve_schema,
     resolve_url,
     store_file,
     store_location,
 )
-from ..errors import AgentStoreError, StoreUrlError
+from ..errors import AgentStoreError
 from ..revisions import current_revisions
 from ..tenancy import resolve_tenant
 from . import mariadb, postgresql, sqlite
@@ -35,11 +36,6 @@ from .findings import EngineChecks, Finding, Target, error, healthy, ok, report
 
 __all__ = ["Finding", "diagnose", "healthy", "report"]
 
-#: The environment variable naming the pooler in front of PostgreSQL (``none``, ``transaction``)
-#: when ``diagnose`` is not given one.
-ENV_POOLER: Final = "ACTI_STORE_POOLER"
-#: The pooler modes acti_store knows.
-POOLERS: Final = ("none", "transaction")
 #: The environment variable listing read replicas' URLs (comma-separated) when ``diagnose`` is
 #: not given any.
 ENV_REPLICA_URLS: Final = "ACTI_STORE_REPLICA_URLS"
@@ -84,7 +80,7 @@ def diagnose(
         resolved = resolve_url(url)
         own_schema = resolve_schema(schema, resolved)
         resolve_tenant(tenant)
-        mode = _pooler(pooler)
+        pooled = resolve_pooler(pooler, resolved)
     except (AgentStoreError, ValueError) as exc:  # ValueError: e.g. a URL's port not a number
         return [error("options", str(exc), FIX_OPTIONS)]
     options = (
@@ -103,10 +99,12 @@ def diagnose(
         ]
     checks = ENGINES[resolved.get_backend_name()]
     try:
-        engine = make_engine(resolved, schema=own_schema, read_only=True, poolclass=NullPool)
+        engine = make_engine(
+            resolved, schema=own_schema, read_only=True, pooler=pooler, poolclass=NullPool
+        )
     except AgentStoreError as exc:
         return [error("store", str(exc), FIX_OPTIONS)]
-    target = Target(engine, resolved, own_schema, mode, _replicas(replicas), options)
+    target = Target(engine, resolved, own_schema, pooled, _replicas(replicas), options)
     try:
         try:
             with engine.connect() as conn:
@@ -126,20 +124,6 @@ def diagnose(
         return findings
     finally:
         engine.dispose()
-
-
-def _pooler(pooler: str | None) -> str:
-    """The pooler mode given, else ``ACTI_STORE_POOLER``, else ``none``; ``StoreUrlError`` for a
-    mode acti_store does not know."""
-    given = os.environ.get(ENV_POOLER, "") if pooler is None else pooler
-    if given in ("", "none"):
-        return "none"
-    if given not in POOLERS:
-        named = f"pooler {given[:40]!r}" if pooler is not None else f"{ENV_POOLER}={given[:40]!r}"
-        raise StoreUrlError(
-            f"{named} is not a pooler mode acti_store knows: use none or transaction"
-        )
-    return given
 
 
 def _replicas(replicas: Sequence[str] | None) -> tuple[str, ...]:

@@ -76,7 +76,8 @@ class Target:
     engine: Engine
     url: URL
     schema: str | None
-    pooler: str
+    #: Whether the store is configured for a pooler in transaction mode (``resolve_pooler``).
+    pooled: bool
     replicas: tuple[str, ...]
     #: The ``--url`` and ``--schema`` options that chose the store (none: the environment did).
     options: tuple[str, ...]

@@ -45,9 +45,9 @@ def _version(conn: Connection) -> str:
 
 def pooler(target: Target) -> list[Finding]:
     """Whether a pooler in transaction mode is in front of the server, against the store's
-    configured pooler mode (``Target.pooler``)."""
+    configured pooler mode (``Target.pooled``)."""
     seen = _pooled_backends(target)
-    configured = target.pooler == "transaction"
+    configured = target.pooled
     if seen is None:
         if configured:
             return [
