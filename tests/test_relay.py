@@ -1,16 +1,15 @@
 """``acti-store relay``: every change reaches a flaky webhook, in order, signed, at least once.
 
 The receiver is a real HTTP server in a thread of the test: it answers every third request with
-503 and drops one connection without an answer, checks each signature with
-``hmac.compare_digest``, and dedups deliveries by ``X-Acti-Delivery``. The relay runs in a process
+503 and drops one connection without an answer, and checks each delivery as the documented
+receiver does (``acti_store.relay_signature.DeliveryReceiver``: the signature, the timestamp,
+repeats). The relay runs in a process
 of its own, is killed with SIGKILL midway and started again under the same name: in the end every
 change arrived, in seq order, each signature holds, and the saved position is the last seq.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import signal
 import subprocess
@@ -29,6 +28,13 @@ from conftest import make_config
 from test_cli_errors_commands import environment
 
 from acti_store import open_repository
+from acti_store.relay_signature import (
+    DeliveryError,
+    DeliveryReceiver,
+    RepeatedDeliveryError,
+    delivery_id,
+    verify_delivery,
+)
 
 pytestmark = pytest.mark.slow  # the relay runs in processes of its own
 
@@ -44,28 +50,35 @@ class Receiver:
 
     answer: Callable[[int], int | None]
     requests: int = 0
-    accepted: list[int] = field(default_factory=list)  # X-Acti-Delivery of each 2xx, in order
-    bodies: dict[int, dict[str, Any]] = field(default_factory=dict)  # by seq: the first copy
+    accepted: list[int] = field(default_factory=list)  # the seq of each 2xx, in order
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)  # by id: the first copy
     problems: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    checks: DeliveryReceiver = field(default_factory=lambda: DeliveryReceiver(SECRET))
+    #: Every request as it came: its headers and body (to replay them).
+    raw: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
 
     def receive(self, headers: Any, body: bytes) -> int | None:
         with self.lock:
             self.requests += 1
+            self.raw.append((dict(headers.items()), body))
             status = self.answer(self.requests)
-            expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-            if not hmac.compare_digest(headers.get("X-Acti-Signature", ""), expected):
-                self.problems.append(f"request {self.requests}: bad signature")
             if headers.get("Content-Type") != "application/json":
                 self.problems.append(f"request {self.requests}: {headers.get('Content-Type')}")
-            delivery = int(headers["X-Acti-Delivery"])
-            change = json.loads(body.decode("utf-8"))
-            if change["seq"] != delivery:
-                self.problems.append(f"request {self.requests}: seq {change['seq']} != {delivery}")
-            if status is not None and 200 <= status < 300:
-                self.accepted.append(delivery)
-                if self.bodies.setdefault(delivery, change) != change:
-                    self.problems.append(f"seq {delivery} delivered with another body")
+            if status is None or not 200 <= status < 300:
+                return status
+            try:
+                with self.checks.receive(headers, body) as delivery:
+                    if self.bodies.setdefault(delivery.id, delivery.change) != delivery.change:
+                        self.problems.append(f"{delivery.id} delivered with another body")
+            except RepeatedDeliveryError:  # handled already: answered 2xx, not handled again
+                again = verify_delivery(SECRET, headers, body)
+                if self.bodies[again.id] != again.change:
+                    self.problems.append(f"{again.id} delivered again with another body")
+            except DeliveryError as exc:
+                self.problems.append(f"request {self.requests}: {exc}")
+                return 401
+            self.accepted.append(json.loads(body)["seq"])
             return status
 
     def delivered(self) -> list[int]:
@@ -215,9 +228,9 @@ def test_every_change_arrives_in_order_across_a_kill(store_url: str, tmp_path: P
         newest = max(newest, position[seq])
     assert len(receiver.accepted) - len(seqs) <= 1, receiver.accepted
     with open_repository(store_url) as repo:  # each body is the change as the store has it
-        assert [receiver.bodies[c.seq] for c in repo.changes(limit=1000)] == [
-            json.loads(json.dumps(c.to_json())) for c in repo.changes(limit=1000)
-        ]
+        assert [
+            receiver.bodies[delivery_id(c.tenant, c.seq)] for c in repo.changes(limit=1000)
+        ] == [json.loads(json.dumps(c.to_json())) for c in repo.changes(limit=1000)]
     assert checkpoint(store_url) == seqs[-1]
     stderr = (tmp_path / "stderr1").read_text() + (tmp_path / "stderr2").read_text()
     assert "Traceback" not in stderr
@@ -379,3 +392,58 @@ def test_a_trickled_answer_is_cut_off_at_the_deadline_and_tried_again(tmp_path: 
         f"warning: change {seqs[0]} not delivered (no whole answer within 2 s); trying again in "
     ), stderr
     assert len(stderr.splitlines()) == 1
+
+
+def test_two_tenants_relays_feed_one_receiver_and_a_captured_delivery_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Both tenants' feeds start at 1: each delivery names its tenant and its id is unique per
+    store, so one receiver handles both; a captured delivery replayed under a higher id, or
+    later than 5 minutes, is refused, and replayed as it was it is a repeat."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    tenants = ("acme", "globex")
+    for tenant in tenants:
+        with open_repository(url, tenant=tenant) as repo:
+            repo.create(make_config("agent_0"))
+            repo.update("agent_0", {"description": f"Qualifies {tenant}'s leads"})
+    receiver = Receiver(lambda request: 200)
+    relays: list[subprocess.Popen[bytes]] = []
+    with serve(receiver) as hook:
+        try:
+            for tenant in tenants:
+                argv = ["relay", "--webhook", hook, "--secret-env", SECRET_ENV, "--name", RELAY]
+                relays.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "acti_store", *argv, "--url", url],
+                        stdout=(tmp_path / f"stdout-{tenant}").open("wb"),
+                        stderr=(tmp_path / f"stderr-{tenant}").open("wb"),
+                        env={**relay_env(), "ACTI_STORE_TENANT": tenant},
+                    )
+                )
+            for tenant, relay in zip(tenants, relays, strict=True):
+                wait_for(
+                    lambda tenant=tenant: receiver.checks.handled.get(tenant) == 2,  # type: ignore[misc]
+                    f"{tenant}'s two changes",
+                    relay,
+                    tmp_path / f"stderr-{tenant}",
+                )
+        finally:
+            for relay in relays:
+                relay.kill()
+                relay.wait()
+    assert receiver.problems == []
+    assert receiver.checks.handled == {"acme": 2, "globex": 2}
+    ids = [headers["X-Acti-Delivery"] for headers, _ in receiver.raw]
+    assert sorted(ids) == ["acme:1", "acme:2", "globex:1", "globex:2"]
+    for headers, body in receiver.raw:
+        assert headers["X-Acti-Tenant"] == json.loads(body)["tenant"]
+
+    headers, body = receiver.raw[0]
+    replayed = {**headers, "X-Acti-Delivery": headers["X-Acti-Delivery"].split(":")[0] + ":99"}
+    with pytest.raises(DeliveryError, match="signature does not match"):
+        verify_delivery(SECRET, replayed, body)
+    with pytest.raises(RepeatedDeliveryError), receiver.checks.receive(headers, body):
+        pass
+    later = int(headers["X-Acti-Timestamp"]) + 301
+    with pytest.raises(DeliveryError, match="more than 300 s: a replay"):
+        verify_delivery(SECRET, headers, body, now=later)

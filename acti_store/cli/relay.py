@@ -1,11 +1,12 @@
 """``acti-store relay``: deliver the change feed to a webhook, in order, at least once.
 
-Each change is POSTed as its JSON body (``change_body``) with ``X-Acti-Signature: sha256=<hex>``
-(HMAC-SHA256 of the exact body bytes, keyed with the secret from ``--secret-env``) and
-``X-Acti-Delivery: <seq>``. One change at a time: a 2xx answer delivers it, and the relay's
-position (``repo.save_checkpoint(--name, seq)``) moves past it only then, so a relay stopped at any
+Each change is POSTed as its JSON body (``change_body``), signed with the secret from
+``--secret-env`` in the format of ``acti_store.relay_signature`` (the signature covers the
+delivery's id ``<tenant>:<seq>``, its tenant, the time it is sent and the body; each try is
+signed anew). One change at a time: a 2xx answer delivers it, and the relay's position
+(``repo.save_checkpoint(--name, seq)``) moves past it only then, so a relay stopped at any
 moment (even by ``kill -9``) delivers again, on its next start, at most the change it was at.
-A receiver dedups by ``X-Acti-Delivery``.
+A receiver drops a delivery it handled already (``relay_signature.DeliveryReceiver``).
 
 A delivery has one deadline for the whole exchange (``--timeout``, 30 s: connecting, sending,
 the receiver's whole answer): a receiver that trickles its answer is cut off then. A failure
@@ -20,8 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import hashlib
-import hmac
 import http.client
 import os
 import random
@@ -39,6 +38,14 @@ from typing import Any, Final
 from ..changes import Change
 from ..errors import StoreUnavailableError
 from ..models import NAME_RULE, is_valid_name
+from ..relay_signature import (
+    DELIVERY_HEADER,
+    SIGNATURE_HEADER,
+    SIGNATURE_VERSION,
+    TENANT_HEADER,
+    TIMESTAMP_HEADER,
+    signed_headers,
+)
 from ..repository import AgentRepository
 from .feed import (
     change_body,
@@ -50,8 +57,6 @@ from .feed import (
 )
 from .options import CommandFailed, add_url_option, open_from_args, package_version
 
-SIGNATURE_HEADER: Final = "X-Acti-Signature"
-DELIVERY_HEADER: Final = "X-Acti-Delivery"
 #: How long one delivery may take in all (connecting, sending, the receiver's whole answer),
 #: in seconds, unless ``--timeout`` says otherwise.
 DELIVERY_TIMEOUT: Final = 30.0
@@ -102,11 +107,6 @@ class Undelivered(Exception):
     def __init__(self, problem: str, retry_after: float | None = None) -> None:
         super().__init__(problem)
         self.retry_after = retry_after
-
-
-def signature(secret: bytes, body: bytes) -> str:
-    """The ``X-Acti-Signature`` value: ``sha256=`` and the hex HMAC-SHA256 of ``body``."""
-    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -253,8 +253,7 @@ class Webhook:
             method="POST",
             headers={
                 "Content-Type": "application/json",
-                SIGNATURE_HEADER: signature(self.secret, body),
-                DELIVERY_HEADER: str(change.seq),
+                **signed_headers(self.secret, change.tenant, change.seq, body, time.time()),
                 "User-Agent": self.user_agent,
             },
             deadline=deadline,
@@ -393,8 +392,11 @@ def register(subparsers: Any) -> None:
         "relay",
         help="deliver each change to a webhook (signed POSTs), in order, at least once",
         description="Follow the change feed and POST each change, as JSON, to the webhook, one "
-        f"at a time, in order, signed ({SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of the body>) "
-        f"and numbered ({DELIVERY_HEADER}: <seq>). The position is saved in the store under "
+        f"at a time, in order, numbered ({DELIVERY_HEADER}: <tenant>:<seq>, {TENANT_HEADER}, "
+        f"{TIMESTAMP_HEADER}: <unix seconds>) and signed ({SIGNATURE_HEADER}: "
+        f"{SIGNATURE_VERSION}=<hex HMAC-SHA256 of the version, the delivery id, the tenant, the "
+        "timestamp and the body>; a receiver checks it with acti_store.relay_signature). The "
+        "position is saved in the store under "
         "--name after each 2xx answer; a relay started again resumes there. Connection errors, "
         "a delivery past --timeout, 5xx, 408 and 429 are tried again, with growing pauses, "
         "forever; any other answer stops the relay (status 1). Prints each delivered change on "
