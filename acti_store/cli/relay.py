@@ -209,12 +209,17 @@ class _HTTPHandler(urllib.request.HTTPHandler):
         return self.do_open(connection, req)
 
 
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    context: Final = ssl.create_default_context()
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The system's trusted certificates, loaded at the first https:// delivery (30 ms: not on
+    every start of the command line)."""
+    return ssl.create_default_context()
 
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         connection = functools.partial(_WatchedHTTPS, deadline=_deadline_of(req))
-        return self.do_open(connection, req, context=self.context)
+        return self.do_open(connection, req, context=_tls_context())
 
 
 #: What posts the deliveries: urllib's, following no redirect, each within its deadline.
