@@ -45,6 +45,9 @@ pytest_plugins = ["tenant_audit"]
 POSTGRES_ENV = "ACTI_STORE_TEST_POSTGRES_URL"
 POSTGRES_URL = os.environ.get(POSTGRES_ENV)
 SKIP_POSTGRES = f"{POSTGRES_ENV} is not set: the PostgreSQL lane is skipped"
+#: The pooler lane (issue 41): the same server through PgBouncer in transaction mode, where the
+#: tests' stores are opened (the schemas are made and dropped on the server directly).
+POOLER_URL = os.environ.get("ACTI_STORE_TEST_POSTGRES_POOLER_URL")
 MYSQL_ENV = "ACTI_STORE_TEST_MYSQL_URL"
 MYSQL_URL = os.environ.get(MYSQL_ENV)
 SKIP_MYSQL = f"{MYSQL_ENV} is not set: the MariaDB lane is skipped"
@@ -84,8 +87,11 @@ class FakeClock:
 
 
 def postgres_schema_url(schema: str) -> str:
+    """The URL of the store in ``schema``: on the server itself, or through the pooler of
+    ``ACTI_STORE_TEST_POSTGRES_POOLER_URL`` (the pooler lane, with ``ACTI_STORE_POOLER=
+    transaction``: the store takes the schema from the options and makes it per transaction)."""
     assert POSTGRES_URL is not None
-    url = make_url(POSTGRES_URL)
+    url = make_url(POOLER_URL or POSTGRES_URL)
     return url.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(
         hide_password=False
     )

@@ -130,7 +130,11 @@ def test_the_document_reads_back_as_the_same_log() -> None:
     parsed = parse_versions(FILE, json.loads(text), agent)
     assert parsed.splits == {"production": {3: 90, 4: 10}}
     assert parsed.gates == ROUTED["gates"]
-    assert parsed.label_history == ROUTED["label_history"]
+    # Read back, each entry is marked imported (history a file brought, not a move made here).
+    assert all(move.imported for move in parsed.label_history)
+    assert [m.model_copy(update={"imported": False}) for m in parsed.label_history] == ROUTED[
+        "label_history"
+    ]
     assert dumps(versions_document(agent, parsed)) == text
 
 
@@ -310,7 +314,9 @@ def test_a_routed_store_round_trips_byte_identical(repo: SqlAgentRepository, tmp
     assert repo.label_weights("lead_qualifier") == weights
     assert repo.labels("lead_qualifier") == {"production": 3}
     assert repo.label_gates("lead_qualifier") == gates
-    assert repo.label_history("lead_qualifier") == history
+    imported = repo.label_history("lead_qualifier")
+    assert all(move.imported for move in imported)
+    assert [m.model_copy(update={"imported": False}) for m in imported] == history
     export_json(repo, tmp_path / "second", versions=True)
     assert _files(tmp_path / "second") == _files(tmp_path / "first")
     # What was imported rolls back like what was made here (the runs' counts are not in files).
