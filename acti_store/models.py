@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -27,7 +27,7 @@ from .fields import WHEN_SET as WHEN_SET
 from .fields import marked, partial_fields
 from .timestamps import NAIVE_DATETIME_RULE as NAIVE_DATETIME_RULE
 from .timestamps import as_utc as as_utc
-from .timestamps import aware_utc, refuse_naive
+from .timestamps import aware_utc, parse_iso, read_timestamp, refuse_naive
 from .timestamps import utc_now as utc_now
 
 # --------------------------------------------------------------------------------------------------
@@ -254,6 +254,14 @@ def _none_as_empty(value: object) -> object:
     return [] if value is None else value
 
 
+def _sequence_as_list(value: object) -> object:
+    """A tuple (any sequence but text) of a list field as a list: a model's strict rules, which
+    a mapping given to the Python API is checked with, take only a ``list``."""
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes | list):
+        return list(value)
+    return value
+
+
 AgentName = Annotated[
     str,
     Field(min_length=1, max_length=NAME_MAX_LENGTH),
@@ -271,9 +279,10 @@ SystemPrompt = Annotated[
 ]
 ModelId = Annotated[str, Field(max_length=MODEL_MAX_LENGTH), AfterValidator(_check_model)]
 Stratum = Annotated[str, BeforeValidator(_normalise_stratum), AfterValidator(_check_stratum)]
-ToolList = Annotated[list[str], AfterValidator(_check_tools)]
-TagList = Annotated[list[str], AfterValidator(_check_tags)]
-UtcDatetime = Annotated[datetime, BeforeValidator(refuse_naive), AfterValidator(aware_utc)]
+TextList = Annotated[list[str], BeforeValidator(_sequence_as_list)]
+ToolList = Annotated[TextList, AfterValidator(_check_tools)]
+TagList = Annotated[TextList, AfterValidator(_check_tags)]
+UtcDatetime = Annotated[datetime, BeforeValidator(read_timestamp), AfterValidator(aware_utc)]
 
 
 class _Model(BaseModel):
@@ -446,7 +455,7 @@ def _parse_bound(value: object, info: ValidationInfo) -> object:
             if len(text) == 10:
                 day = date.fromisoformat(text)
             else:
-                return as_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+                return parse_iso(text)
         except (ValueError, OverflowError):
             raise PydanticCustomError("date_format", DATE_FORMAT_HINT) from None
     else:
@@ -462,7 +471,7 @@ class SearchQuery(_Model):
     query: str | None = Field(default=None, max_length=500)
     stratum: Stratum | None = None
     tools: ToolList | None = None
-    tags: list[str] | None = None
+    tags: TextList | None = None
     created_after: UtcDatetime | None = None
     created_before: UtcDatetime | None = None
     min_executions: int | None = Field(default=None, ge=0, le=COUNTER_MAX)

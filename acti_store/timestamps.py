@@ -19,7 +19,15 @@ NAIVE_DATETIME_RULE: Final = (
     "time zone): pass an aware one, e.g. repo.now() or datetime.now(timezone.utc)"
 )
 
-__all__ = ["NAIVE_DATETIME_RULE", "as_utc", "aware_utc", "refuse_naive", "utc_now"]
+__all__ = [
+    "NAIVE_DATETIME_RULE",
+    "as_utc",
+    "aware_utc",
+    "parse_iso",
+    "read_timestamp",
+    "refuse_naive",
+    "utc_now",
+]
 
 
 def utc_now() -> datetime:
@@ -41,6 +49,26 @@ def refuse_naive(value: object) -> object:
     if isinstance(value, datetime) and value.tzinfo is None:
         raise PydanticCustomError("naive_datetime", NAIVE_DATETIME_RULE)
     return value
+
+
+def parse_iso(text: str) -> datetime:
+    """An ISO 8601 date-time read from text, in UTC (``Z`` is UTC, and so is text without an
+    offset); ``ValueError`` or ``OverflowError`` when it is not one."""
+    return as_utc(datetime.fromisoformat(text.strip().replace("Z", "+00:00")))
+
+
+def read_timestamp(value: object) -> object:
+    """A pydantic "before" validator of a timestamp: refuse a naive ``datetime`` object, read
+    text as ISO 8601 (``parse_iso``), let anything else by. A model's strict rules, which a
+    mapping given to the Python API is checked with, then take the text a JSON file or a caller
+    writes and still refuse a number or ``bytes``; text that is no date-time is left for
+    pydantic to refuse."""
+    if isinstance(value, str):
+        try:
+            return parse_iso(value)
+        except (ValueError, OverflowError):
+            return value
+    return refuse_naive(value)
 
 
 def aware_utc(value: datetime) -> datetime:

@@ -13,8 +13,9 @@ is read or written, never a driver's ``OverflowError`` or an ``AttributeError`` 
 The rules: an integer is an ``int`` (never a ``bool`` or a string) within its range, at most
 ``models.INTEGER_MAX`` unless it is a version (``models.COUNTER_MAX``); a flag is ``True`` or
 ``False``; a number of seconds is finite and positive; a choice is one of its strings; a model
-argument is that model or a mapping it validates (every problem listed). Each check costs an
-``isinstance`` or two when the argument is right: they run on every call.
+argument is that model or a mapping it validates by its strict rules (``strictly``: every problem
+listed). Each check costs an ``isinstance`` or two when the argument is right: they run on every
+call.
 """
 
 from __future__ import annotations
@@ -222,6 +223,15 @@ def forced_note(note: object, force: bool) -> str | None:
     return checked
 
 
+def strictly(kind: type[M], values: Mapping[str, object]) -> M:
+    """A mapping of the Python API validated into a ``kind`` by the model's strict rules: a value
+    of another type is refused, never converted (``True`` is no limit, ``"2"`` and ``2.0`` are
+    none either, ``"false"`` and ``1`` are no flag, ``bytes`` no name). The models' own "before"
+    validators still read an ISO 8601 timestamp from text and take a tuple for a list. (The
+    tools validate their JSON arguments leniently, with their own reader.)"""
+    return kind.model_validate(dict(values), strict=True)
+
+
 def model_argument(
     value: object,
     kind: type[M],
@@ -229,13 +239,14 @@ def model_argument(
     subject: str,
     error: type[InvalidInputError] = InvalidInputError,
 ) -> M:
-    """``value`` if it is a ``kind``; a mapping of ``kind``'s fields validated into one (every
-    problem listed in ``error``, headed ``invalid <subject>``); else ``ArgumentTypeError``."""
+    """``value`` if it is a ``kind``; a mapping of ``kind``'s fields validated into one by its
+    strict rules (``strictly``; every problem listed in ``error``, headed ``invalid <subject>``);
+    else ``ArgumentTypeError``."""
     if isinstance(value, kind):
         return value
     if isinstance(value, Mapping):
         try:
-            return kind.model_validate(dict(value))
+            return strictly(kind, value)
         except ValidationError as exc:
             raise refusal(exc, subject, error) from None
     fields = ", ".join(kind.model_fields)

@@ -281,6 +281,20 @@ ROWS: list[tuple[str, type[InvalidInputError]]] = [
     ("list(r.watch(timeout=-1))", VALUE),
     ("list(r.watch(timeout='1'))", TYPE),
     ("list(r.watch(after=True))", TYPE),
+    # 6. a mapping for a model is checked by its strict rules: a wrong type is refused, never
+    #    converted (search({"limit": True}) found 1 agent; a bytes name was created)
+    *((f"r.search({{'limit': {v!r}}})", VALUE) for v in (True, "2", 2.0)),
+    ("r.search_page({'limit': '2'})", VALUE),
+    ("r.count({'min_executions': True})", VALUE),
+    ("r.count({'min_executions': '1'})", VALUE),
+    *((f"r.record_execution('base', dict(run, success={v!r}))", VALUE) for v in ("false", 1)),
+    ("r.record_execution('base', dict(run, tool_calls_count='3'))", VALUE),
+    ("r.record_execution('base', dict(run, timestamp=1736499600))", VALUE),
+    ("r.record_execution('base', dict(run, timestamp=b'2025-01-10'))", VALUE),
+    ("r.create(dict(r.get('base').config, name=b'bytes_name'))", AGENT),
+    ("r.clone('base', b'bytes_name')", AGENT),
+    ("r.clone('base', 'copy', description=b'A description given as bytes')", AGENT),
+    ("r.update('base', {'description': b'A description given as bytes'})", AGENT),
 ]
 
 
@@ -378,6 +392,27 @@ def test_mappings_are_validated_into_the_models(api: SqlAgentRepository, store: 
         assert api.get("mapped").metadata.error_count == 1
     finally:
         api.delete("mapped")
+
+
+def test_a_mapping_keeps_iso_timestamps_and_tuples(api: SqlAgentRepository, store: Store) -> None:
+    """The strict rules of a mapping still read an ISO 8601 timestamp from text (as the search's
+    date filters do) and take a tuple for a list: only a wrong type is refused."""
+    fields = dict(make_config("tupled")) | {"tools": ("crm",), "tags": ("sales", "beta")}
+    try:
+        assert api.create(fields).tags == ["sales", "beta"]
+        assert api.update("tupled", {"tools": ("crm", "voice")}).tools == ["crm", "voice"]
+        clone = api.clone("tupled", "tupled_copy", tags=("copied",))
+        assert clone.tags == ["copied"]
+        api.delete("tupled_copy")
+        for timestamp in ("2025-01-10T09:00:00", "2025-01-10T10:00:00+01:00"):
+            run = dict(_record(store.repo), timestamp=timestamp, execution_id=timestamp)
+            api.record_execution("tupled", run)
+        history = api.get_history("tupled").executions
+        assert [r.timestamp.isoformat() for r in history] == ["2025-01-10T09:00:00+00:00"] * 2
+        query = {"tags": ("beta",), "tools": ("voice",), "created_after": "2000-01-01"}
+        assert [a.name for a in api.search(query)] == ["tupled"]
+    finally:
+        api.delete("tupled")
 
 
 def test_create_lists_every_missing_field(store: Store) -> None:

@@ -28,7 +28,7 @@ from ..models import (
     ExecutionStats,
     SearchQuery,
 )
-from ..validation import integer, refusal
+from ..validation import integer, refusal, strictly
 from ..versioning import (
     AgentVersion,
     ConfigDiff,
@@ -62,9 +62,11 @@ class Mirror(Protocol):
 def checked_config(
     values: dict[str, Any], subject: str, aliases: Mapping[str, str] | None = None
 ) -> AgentConfig:
-    """``values`` as an ``AgentConfig``, or ``InvalidAgentError`` listing every problem."""
+    """``values`` as an ``AgentConfig`` by its strict rules (``validation.strictly``: a clone's
+    ``bytes`` name is refused as ``create`` refuses it), or ``InvalidAgentError`` listing every
+    problem."""
     try:
-        return AgentConfig.model_validate(values)
+        return strictly(AgentConfig, values)
     except ValidationError as exc:
         raise refusal(exc, subject, InvalidAgentError, aliases=aliases or {}) from None
 
