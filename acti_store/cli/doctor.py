@@ -13,7 +13,7 @@ from .options import add_url_option
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    # --pooler and --replica are acti-store's own options when given (else the environment's).
+    # --pooler (acti-store's own option) and --replica when given, else the environment's.
     findings = diagnose(
         args.url,
         schema=args.schema,
@@ -42,6 +42,15 @@ def register(subparsers: Any) -> None:
         "status 1 when one is an error.",
     )
     add_url_option(parser)
+    parser.add_argument(
+        "--replica",
+        dest="replicas",
+        action="append",
+        default=None,
+        metavar="URL",
+        help="a read replica (streaming standby) of the store's server to check; repeatable "
+        "(default: $ACTI_STORE_REPLICA_URLS, comma-separated)",
+    )
     parser.add_argument(
         "--json",
         action="store_true",
