@@ -10,6 +10,7 @@ that must be one line on stderr also run as real ``acti-store`` processes.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -119,8 +120,8 @@ def test_compare_split_roll_back_and_read_the_log(url: str) -> None:
         "  Average Duration: 2.0s\n\nv2:\n  Runs: 0\n  Success Rate: no runs yet\n"
     )
     assert out.endswith(
-        "Let both versions run first, e.g. split a label between them: acti-store label "
-        "lead_qualifier <label> 1=90 2=10\n"
+        "Let both versions run first, e.g. split a label between them: acti-store "
+        f"--url {url} label lead_qualifier <label> 1=90 2=10\n"
     )
 
     refusals = results[1:11]
@@ -132,7 +133,7 @@ def test_compare_split_roll_back_and_read_the_log(url: str) -> None:
     assert "give either a VERSION (or a split), --remove or --rollback" in refusals[3][2]
     assert refusals[5][2] == (
         "error: Label 'production' of agent 'lead_qualifier' has no move to roll back. Nothing "
-        "was changed. See the labels with acti-store versions lead_qualifier.\n"
+        f"was changed. See the labels with acti-store --url {url} versions lead_qualifier.\n"
     )
     assert refusals[6][2].startswith("error: Invalid protect parameter.")
     assert "error: give the gate: --min-runs" in refusals[8][2]
@@ -182,14 +183,14 @@ def test_a_gate_refuses_until_a_person_forces_it_with_a_note(url: str) -> None:
     )
     _, out, err = results[1]
     assert out == "" and len(err.splitlines()) == 1
-    assert err == (
+    assert re.sub("--confirm [0-9a-f]{8}", "--confirm CODE", err) == (
         "error: Label 'production' of agent 'lead_qualifier' is protected: a version gets a "
         "share of it only with at least 3 runs, a success rate of at least 70.0%, a mean duration "
         "of at most 3 s. Nothing was moved; the gate refused: v2 (0 runs): 0 runs (at least "
         "3 wanted), no success rate yet (at least 70.0% wanted), no duration yet "
-        "(at most 3 s wanted). To move it anyway, run: acti-store label "
-        'lead_qualifier production 2 --force --note "why". Compare the versions with acti-store '
-        "compare lead_qualifier <a> 2, or let v2 run more first.\n"
+        f"(at most 3 s wanted). To move it anyway, run: acti-store --url {url} label "
+        f'lead_qualifier production 2 --force --confirm CODE --note "why". Compare the versions '
+        f"with acti-store --url {url} compare lead_qualifier <a> 2, or let v2 run more first.\n"
     )  # a person gets commands, not tool calls
     assert results[3][2].endswith('error: --force needs --note "why" (the label log keeps it)\n')
     report = results[5][1]
@@ -216,7 +217,9 @@ def test_a_gate_refusal_is_one_line_in_a_real_process(url: str) -> None:
     assert (
         done.problems(1, "error: Label 'production' of agent 'lead_qualifier' is protected") == []
     )
-    assert done.stdout == "" and '--force --note "why"' in done.stderr
+    assert done.stdout == "" and re.search(
+        '--force --confirm [0-9a-f]{8} --note "why"', done.stderr
+    )
 
 
 def test_run_with_a_key_runs_the_version_its_key_is_sticky_to(

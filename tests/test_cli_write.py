@@ -78,7 +78,11 @@ def test_create_from_an_exported_file_and_from_stdin(
     done = acti("create", str(file), "--url", store_url)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("SUCCESS: Agent configuration created and saved!")
-    assert "  - Use acti-store show lead_copy to review the full configuration\n" in done.stdout
+    # a printed command names the store it was printed for (issue 49)
+    shown = (
+        f"  - Use acti-store --url {store_url} show lead_copy to review the full configuration\n"
+    )
+    assert shown in done.stdout
     assert not TOOL_CALL.search(done.stdout)
     created = store.get("lead_copy")
     assert created.metadata.version == 1 and created.tags == exported["tags"]
@@ -90,10 +94,10 @@ def test_create_from_an_exported_file_and_from_stdin(
     done = acti("create", str(file), "--url", store_url)  # exists already: the tool's error
     assert refusal(done) == (
         "error: Agent 'lead_copy' already exists. Options: Choose a different name; "
-        "Review the existing agent: acti-store show lead_copy; "
-        "Update the existing agent: acti-store update lead_copy ...; "
-        "Delete the existing agent first: acti-store delete lead_copy --yes"
-    )
+        f"Review the existing agent: acti-store --url {store_url} show lead_copy; "
+        f"Update the existing agent: acti-store --url {store_url} update lead_copy ...; "
+        f"Delete the existing agent first: acti-store --url {store_url} delete lead_copy"
+    )  # the delete is its preview, which prints the bound confirmation
 
 
 @pytest.mark.parametrize(
@@ -154,7 +158,8 @@ def test_update_changes_fields_and_tags(store: SqlAgentRepository, store_url: st
     done = acti("update", "lead_qualifier", "--url", store_url)  # nothing to change
     line = refusal(done)
     assert line.endswith(
-        'Example: acti-store update lead_qualifier --description "New description"'
+        f'Example: acti-store --url {store_url} update lead_qualifier --description "New '
+        'description"'
     )
     assert "; --add-tag;" in line and not TOOL_CALL.search(line)
 
@@ -179,13 +184,16 @@ def test_clone(store: SqlAgentRepository, store_url: str) -> None:
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("SUCCESS: Agent 'lead_qualifier' cloned to 'lead_v2'.")
-    assert '  - Use acti-store run lead_v2 "TASK" to test\n' in done.stdout
+    assert f'  - Use acti-store --url {store_url} run lead_v2 "TASK" to test\n' in done.stdout
     clone = store.get("lead_v2")
     assert clone.tags == ["beta", "sales"]
     assert clone.description == "Qualifies inbound leads by assessing BANT criteria (clone)"
 
     done = acti("clone", "lead_qualifier", "lead_v2", "--url", store_url)
-    assert "Options: Choose a different name: acti-store clone SOURCE NEW_NAME; " in refusal(done)
+    shown = (
+        f"Options: Choose a different name: acti-store --url {store_url} clone SOURCE NEW_NAME; "
+    )
+    assert shown in refusal(done)
 
     done = acti("clone", "ghost", "lead_v3", "--url", store_url)
     assert refusal(done).endswith("Use one of the names above as SOURCE.")
@@ -197,8 +205,10 @@ def test_delete_previews_without_yes_and_deletes_with_it(
     done = acti("delete", "research_assistant", "--keep-history", "--url", store_url)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("WARNING: This will permanently delete agent")
-    assert done.stdout.endswith(
-        "To confirm deletion, run:\n  acti-store delete research_assistant --keep-history --yes\n"
+    assert re.search(
+        f"To confirm deletion, run:\n  acti-store --url {re.escape(store_url)} delete "
+        "research_assistant --keep-history --confirm [0-9a-f]{8}\n\\Z",
+        done.stdout,
     )
     assert store.exists("research_assistant")
 

@@ -241,6 +241,7 @@ Agent Details:
 
 Records to be deleted from the store at {location}:
   - agent configuration 'lead_qualifier'
+  - its 1 version (v1)
   - execution history of 'lead_qualifier'
 
 To confirm deletion, call:
@@ -252,6 +253,7 @@ Records to be deleted from the store at {location}:
 
 Preserved:
   - execution history of 'lead_qualifier' (archived in the store)
+  - its 1 version (v1), archived with it
 
 To confirm deletion, call:
   delete_agent_config('lead_qualifier', confirm=True, delete_history=False)"""

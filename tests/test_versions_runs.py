@@ -84,12 +84,14 @@ def test_cli_version_commands(
     assert main(["versions", "lead_qualifier", *url]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Versions of agent 'lead_qualifier' (current: v2, newest first)")
-    assert "acti-store diff lead_qualifier FROM TO" in out
+    assert f"acti-store --url {store_url} diff lead_qualifier FROM TO" in out
     assert main(["diff", "lead_qualifier", "1", "2", *url]) == 0
     out = capsys.readouterr().out
     assert "\x1b[" not in out and f"  +{NEW_PROMPT}" in out  # not a terminal: no colour
     assert main(["rollback", "lead_qualifier", "1", *url]) == 0
-    assert "acti-store rollback lead_qualifier 1 --yes" in capsys.readouterr().out
+    assert f"acti-store --url {store_url} rollback lead_qualifier 1 --confirm " in (
+        capsys.readouterr().out
+    )
     assert repo.get("lead_qualifier").metadata.version == 2
     assert main(["rollback", "lead_qualifier", "1", "--yes", *url]) == 0
     assert repo.get("lead_qualifier").system_prompt == OLD_PROMPT

@@ -15,15 +15,19 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..routing import SPLIT_MAX, TOTAL
+from ..errors import AgentNotFoundError
+from ..models import is_valid_name
+from ..repository import SqlAgentRepository
+from ..routing import SPLIT_MAX, TOTAL, spelled
 from ..tools.outcomes import Result
-from ..tools.version_texts import VERSION_CLI_CALLS, VERSIONS_LIMIT_DEFAULT, VERSIONS_LIMIT_MAX
+from ..tools.version_texts import ROLLBACK_TARGET, VERSIONS_LIMIT_DEFAULT, VERSIONS_LIMIT_MAX
 from ..tools.version_tools import VersionTools
+from ..versioning import is_valid_label
+from . import confirm
 from .options import (
     CommandFailed,
     add_store_options,
     add_url_option,
-    cli_tools,
     one_line,
     open_from_args,
 )
@@ -41,11 +45,18 @@ def _coloured(text: str) -> str:
 
 
 def _with_version_tools(
-    args: argparse.Namespace, call: Callable[[VersionTools], Result], *, colour: bool = False
+    args: argparse.Namespace,
+    call: Callable[[VersionTools], Result],
+    *,
+    colour: bool = False,
+    bind: Callable[[SqlAgentRepository], str] | None = None,
 ) -> int:
+    """Print what ``call`` answers; ``bind``: the confirmation code its texts print, checked
+    first against ``--confirm`` (``confirm.check``)."""
     repo = open_from_args(args)
     try:
-        text, artifact = call(VersionTools(cli_tools(repo), VERSION_CLI_CALLS))
+        code = "" if bind is None else bind(repo)
+        text, artifact = call(confirm.version_tools(repo, args, code))
     finally:
         repo.close()
     if artifact["status"] != "success":
@@ -65,15 +76,42 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         args,
         lambda t: t.diff_agent_versions(args.name, args.from_version, args.to_version),
         colour=True,
+        bind=lambda repo: _rollback_code(repo, args.name, args.from_version)[0] or "",
     )
 
 
 def _cmd_rollback(args: argparse.Namespace) -> int:
+    """Without ``--yes`` a preview, whose command confirms with the code of the agent's current
+    version and the target (``confirm``); a ``--confirm`` code that no longer matches is
+    refused."""
+
+    def bind(repo: SqlAgentRepository) -> str:
+        bound, current = _rollback_code(repo, args.name, args.to_version)
+        what = f"rolling agent '{args.name}' v{current} back to v{args.to_version}"
+        confirm.check(args.confirm, repo, bound, what)
+        return bound or ""
+
+    confirmed = args.yes or args.confirm is not None
     return _with_version_tools(
         args,
-        lambda t: t.rollback_agent_config(args.name, args.to_version, confirm=args.yes),
+        lambda t: t.rollback_agent_config(args.name, args.to_version, confirm=confirmed),
         colour=True,
+        bind=bind,
     )
+
+
+def _rollback_code(
+    repo: SqlAgentRepository, name: str, target: int
+) -> tuple[str | None, int | None]:
+    """The code of rolling agent ``name`` back to ``target`` from its current version, and that
+    version; (None, None) for no such agent or an invalid name (the tool says)."""
+    if not is_valid_name(name):
+        return None, None
+    try:
+        current = repo.get(name).metadata.version
+    except AgentNotFoundError:
+        return None, None
+    return confirm.code(repo, name, "rollback", current, target), current
 
 
 def _share(text: str) -> tuple[int, int | None]:
@@ -110,19 +148,45 @@ def _cmd_label(args: argparse.Namespace) -> int:
     if args.force and args.remove:
         print("error: --force moves a label past its gate; --remove needs none", file=sys.stderr)
         return 2
-    if args.force and not args.note:
+    if args.confirm is not None and args.remove:
+        print("error: --confirm confirms a forced move; --remove needs none", file=sys.stderr)
+        return 2
+    if (args.force or args.confirm is not None) and not args.note:
         print('error: --force needs --note "why" (the label log keeps it)', file=sys.stderr)
         return 2
     if args.remove:
         return _with_version_tools(args, lambda t: t.remove_label(args.name, args.label, args.note))
+    force = args.force or args.confirm is not None
     if args.rollback:
         return _with_version_tools(
-            args, lambda t: t.rollback_label(args.name, args.label, args.note, force=args.force)
+            args,
+            lambda t: t.rollback_label(args.name, args.label, args.note, force=force),
+            bind=lambda repo: _force_code(repo, args, ROLLBACK_TARGET),
         )
     target = _target(args.target)
+    moved = spelled({target: TOTAL} if isinstance(target, int) else target)
     return _with_version_tools(
-        args, lambda t: t.set_label(args.name, args.label, target, args.note, force=args.force)
+        args,
+        lambda t: t.set_label(args.name, args.label, target, args.note, force=force),
+        bind=lambda repo: _force_code(repo, args, moved),
     )
+
+
+def _force_code(repo: SqlAgentRepository, args: argparse.Namespace, target: str) -> str:
+    """The code of forcing ``args.label`` of ``args.name`` from where it points now to ``target``
+    (as the command spells it), checked against ``--confirm``; "" for no such agent or label
+    name (the tool says)."""
+    if not is_valid_name(args.name) or not is_valid_label(args.label):
+        return ""
+    try:
+        now = repo.label_weights(args.name).get(args.label)
+    except AgentNotFoundError:
+        return ""
+    position = "unset" if now is None else spelled(now)
+    bound = confirm.code(repo, args.name, "force", args.label, position, target)
+    what = f"forcing label '{args.label}' of agent '{args.name}' from {position} to {target}"
+    confirm.check(args.confirm, repo, bound, what)
+    return bound
 
 
 def _cmd_protect(args: argparse.Namespace) -> int:
@@ -200,6 +264,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="roll back for real (default: a dry run that shows the changes, exit 0)",
     )
+    confirm.add_confirm_option(rollback)
     add_url_option(rollback)
     rollback.set_defaults(func=_cmd_rollback)
 
@@ -230,6 +295,14 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="move a protected label even though a version fails its gate (needs --note; the "
         "log marks the move forced)",
+    )
+    label.add_argument(
+        "--confirm",
+        type=confirm.confirm_code,
+        default=None,
+        metavar="CODE",
+        help="force, only if CODE (printed by the gate's refusal) still matches the store, "
+        "tenant and label's position; else nothing is moved and the command fails",
     )
     add_url_option(label)
     label.set_defaults(func=_cmd_label)

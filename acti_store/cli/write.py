@@ -22,7 +22,7 @@ from ..documents import DocumentError, loads
 from ..engine import LOCK_TIMEOUT_DEFAULT
 from ..errors import AgentNotFoundError
 from ..models import TOOL_CATEGORIES, UPDATABLE_FIELDS, AgentConfig, ExecutionRecord, is_valid_name
-from ..repository import AgentRepository
+from ..repository import AgentRepository, SqlAgentRepository
 from ..repository.deadline import pauses
 from ..tools import render
 from ..tools.builder import BuilderTools
@@ -35,12 +35,12 @@ from ..tools.schemas import (
 )
 from ..validation import FieldError
 from ..versioning import MESSAGE_MAX_LENGTH
+from . import confirm
 from .options import (
     CommandFailed,
     add_field_argument,
     add_url_option,
     checked_by,
-    cli_tools,
     emit,
     one_line,
     open_from_args,
@@ -70,7 +70,7 @@ class FileRefused(Exception):
 def _with_tools(args: argparse.Namespace, call: Callable[[BuilderTools], Result]) -> int:
     repo = open_from_args(args)
     try:
-        result = call(cli_tools(repo))
+        result = call(confirm.tools(repo, args))
     finally:
         repo.close()
     return emit(result)
@@ -136,7 +136,7 @@ def _new_tags(repo: AgentRepository, args: argparse.Namespace) -> tuple[list[str
     return kept + added, agent.metadata.version
 
 
-def _update_once(repo: AgentRepository, args: argparse.Namespace) -> Result:
+def _update_once(repo: SqlAgentRepository, args: argparse.Namespace) -> Result:
     changes = {
         field: getattr(args, field)
         for field in UPDATABLE_FIELDS
@@ -146,7 +146,7 @@ def _update_once(repo: AgentRepository, args: argparse.Namespace) -> Result:
     expected = None
     if read is not None:
         changes["tags"], expected = read
-    return cli_tools(repo).update_agent_config(
+    return confirm.tools(repo, args).update_agent_config(
         name=args.name, **changes, message=args.message, expected=expected
     )
 
@@ -184,12 +184,33 @@ def _cmd_clone(args: argparse.Namespace) -> int:
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
-    return _with_tools(
-        args,
-        lambda tools: tools.delete_agent_config(
-            name=args.name, confirm=args.yes, delete_history=args.delete_history
-        ),
-    )
+    """Without ``--yes`` a preview, whose command confirms with the code of the agent's version
+    it showed (``confirm``); a ``--confirm`` code that no longer matches is refused."""
+    repo = open_from_args(args)
+    try:
+        version = _current_version(repo, args.name)
+        bound = None
+        if version is not None:
+            bound = confirm.code(repo, args.name, "delete", version, args.delete_history)
+        confirm.check(args.confirm, repo, bound, f"agent '{args.name}' v{version}")
+        result = confirm.tools(repo, args, bound or "").delete_agent_config(
+            name=args.name,
+            confirm=args.yes or args.confirm is not None,
+            delete_history=args.delete_history,
+        )
+    finally:
+        repo.close()
+    return emit(result)
+
+
+def _current_version(repo: AgentRepository, name: str) -> int | None:
+    """Agent ``name``'s version; None for no such agent or an invalid name (the tool says)."""
+    if not is_valid_name(name):
+        return None
+    try:
+        return repo.get(name).metadata.version
+    except AgentNotFoundError:
+        return None
 
 
 # -- record ----------------------------------------------------------------------------------------
@@ -221,7 +242,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
         try:
             repo.record_execution(args.name, record)
         except AgentNotFoundError:
-            return emit(cli_tools(repo).not_found(args.name))
+            return emit(confirm.tools(repo, args).not_found(args.name))
         stats = repo.execution_stats(args.name)
     finally:
         repo.close()
@@ -300,6 +321,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="delete for real (default: a dry run that shows what would be deleted, exit 0)",
     )
+    confirm.add_confirm_option(delete)
     add_url_option(delete)
     delete.set_defaults(func=_cmd_delete)
 

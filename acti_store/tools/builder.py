@@ -236,8 +236,16 @@ class BuilderTools:
         try:
             if confirm is not True:  # anything but an explicit True is a dry run
                 agent = self.repo.get(agent_name)
+                kin = render.AgentKin(
+                    [version.version for version in self.repo.versions(agent_name)],
+                    self.repo.labels(agent_name),
+                )
                 text = render.delete_preview(
-                    agent, places, delete_history=params.delete_history, calls=self._calls
+                    agent,
+                    places,
+                    delete_history=params.delete_history,
+                    calls=self._calls,
+                    kin=kin,
                 )
                 return success(
                     text,

@@ -324,22 +324,80 @@ class Places(NamedTuple):
     store: str
 
 
-def _targets(heading: str, name: str, places: Places, *, history: bool, kept: bool) -> str:
+def _targets(
+    heading: str,
+    name: str,
+    places: Places,
+    *,
+    history: bool,
+    kept: bool,
+    kin: AgentKin | None = None,
+) -> str:
+    """The records a delete takes (``heading`` and an item each), and those it keeps; with
+    ``kin``, the store wording names the agent's versions and labels too."""
     wording = places.wording
+    versions = labels = ""
+    if kin is not None and kin.versions:
+        versions = version_count(kin.versions)
+    if kin is not None and kin.labels:
+        labels = ", ".join(
+            texts.LABEL_TARGET.format(label=label, version=version)
+            for label, version in sorted(kin.labels.items())
+        )
     lines = [heading, wording.config_item]
+    if history and versions and wording.versions_item:
+        lines.append(wording.versions_item)
+    if labels and wording.labels_item:
+        lines.append(wording.labels_item)
     if history:
         lines.append(wording.history_item)
     block = "\n".join(lines)
     if kept:
         block += "\n\n" + wording.preserved
+        if versions and wording.versions_preserved:
+            block += "\n" + wording.versions_preserved
     return block.format(
-        name=name, config=places.config, history=places.history, location=places.store
+        name=name,
+        config=places.config,
+        history=places.history,
+        location=places.store,
+        versions=versions,
+        labels=labels,
     )
 
 
+class AgentKin(NamedTuple):
+    """What goes with an agent when it is deleted: its stored version numbers and its labels
+    (label -> version)."""
+
+    versions: Sequence[int]
+    labels: Mapping[str, int]
+
+
+def version_count(numbers: Sequence[int]) -> str:
+    """``3 versions (v1-v3)``; runs of numbers as ranges: ``4 versions (v1, v3-v5)``."""
+    ordered = sorted(numbers)
+    runs: list[list[int]] = []
+    for number in ordered:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    spelled = ", ".join(f"v{run[0]}" if len(run) == 1 else f"v{run[0]}-v{run[-1]}" for run in runs)
+    count = len(ordered)
+    return texts.VERSION_COUNT.format(count=count, s="" if count == 1 else "s", numbers=spelled)
+
+
 def delete_preview(
-    agent: Agent, places: Places, *, delete_history: bool, calls: texts.Calls = texts.TOOL_CALLS
+    agent: Agent,
+    places: Places,
+    *,
+    delete_history: bool,
+    calls: texts.Calls = texts.TOOL_CALLS,
+    kin: AgentKin | None = None,
 ) -> str:
+    """The dry run of a delete: the agent, the records that go with it (``kin``: its versions
+    and labels) and the call that confirms it."""
     meta = agent.metadata
     targets = _targets(
         places.wording.to_delete,
@@ -347,6 +405,7 @@ def delete_preview(
         places,
         history=delete_history,
         kept=not delete_history,
+        kin=kin,
     )
     return texts.DELETE_PREVIEW.format(
         name=agent.name,

@@ -86,6 +86,13 @@ class Calls(NamedTuple):
     search_stratum: str
     list: str
     first_agent: str
+    #: Not a template but a value the fragments take as ``{program}``: the command a printed
+    #: command starts with, with the options that chose the store, schema and tenant
+    #: (``acti_store.cli.confirm``).
+    program: str = "acti-store"
+    #: Not a template but a value: ``{code}``, the code of a printed confirmation (``--confirm
+    #: CODE``), bound to what the text shows (``acti_store.cli.confirm``).
+    code: str = ""
 
     def fill(
         self, name: str = "", *, keep_history: bool = False, stratum: str = ""
@@ -95,8 +102,18 @@ class Calls(NamedTuple):
             "name": name,
             "keep_history": self.keep_history if keep_history else "",
             "stratum": stratum,
+            "program": self.program,
+            "code": self.code,
         }
-        return {field: getattr(self, field).format(**values) for field in self._fields}
+        return {
+            field: getattr(self, field).format(**values)
+            for field in self._fields
+            if field not in CALL_VALUES
+        }
+
+
+#: The fields of ``Calls`` (and ``VersionCalls``) that are values, not templates.
+CALL_VALUES: Final = frozenset({"program", "code"})
 
 
 #: The builder tools' wording (the contract's): calls of the tools, for the model.
@@ -134,13 +151,15 @@ Example:
   )""",
 )
 
-#: The wording of ``acti-store``: the commands a person runs (names are snake_case: no quoting).
+#: The wording of ``acti-store``: the commands a person runs (names are snake_case: no quoting),
+#: each starting with ``{program}``. A preview's command confirms with ``--confirm {code}``; the
+#: clone refusal's delete is the preview, which prints the confirmation.
 CLI_CALLS: Final = Calls(
-    show="acti-store show {name}",
-    show_any="acti-store show NAME",
-    create="acti-store create FILE",
-    update="acti-store update {name} ...",
-    update_example='acti-store update {name} --description "New description"',
+    show="{program} show {name}",
+    show_any="{program} show NAME",
+    create="{program} create FILE",
+    update="{program} update {name} ...",
+    update_example='{program} update {name} --description "New description"',
     updatable="At least one of the following options must be given:\n"
     + _bullets(
         (
@@ -153,19 +172,20 @@ CLI_CALLS: Final = Calls(
             "--remove-tag",
         )
     ),
-    delete="acti-store delete {name} --yes",
-    confirm_delete="To confirm deletion, run:\n  acti-store delete {name}{keep_history} --yes",
+    delete="{program} delete {name}",
+    confirm_delete="To confirm deletion, run:\n  {program} delete {name}{keep_history} "
+    "--confirm {code}",
     keep_history=" --keep-history",
-    clone="acti-store clone SOURCE NEW_NAME",
+    clone="{program} clone SOURCE NEW_NAME",
     source_parameter="SOURCE",
-    execute='acti-store run {name} "TASK"',
-    execute_example='acti-store run {name} "Your test task here"',
-    runtime='Run it with its MCP tools: acti-store run {name} "TASK"',
-    search="acti-store search",
-    search_stratum="acti-store search --stratum {stratum}",
-    list="acti-store list",
+    execute='{program} run {name} "TASK"',
+    execute_example='{program} run {name} "Your test task here"',
+    runtime='Run it with its MCP tools: {program} run {name} "TASK"',
+    search="{program} search",
+    search_stratum="{program} search --stratum {stratum}",
+    list="{program} list",
     first_agent="""To create your first agent, write its configuration to a JSON file (an exported
-{{name}}.json works too) and run: acti-store create FILE
+{{name}}.json works too) and run: {program} create FILE
 
 Example my_first_agent.json:
   {{
@@ -555,6 +575,13 @@ class DeleteWording(NamedTuple):
     preserved: str
     note: str
     nothing_deleted: str
+    #: The agent's versions (``{versions}``: ``3 versions (v1-v3)``), deleted with its history
+    #: or archived beside it; "" where the wording names files only (the contract's).
+    versions_item: str = ""
+    #: The agent's labels (``{labels}``: ``production -> v2, staging -> v3``), always deleted.
+    labels_item: str = ""
+    #: The versions archived with a kept history, in the preserved list.
+    versions_preserved: str = ""
 
 
 #: With a file mirror: the contract's wording, naming the files.
@@ -577,7 +604,15 @@ STORE_WORDING: Final = DeleteWording(
     preserved="Preserved:\n  - execution history of '{name}' (archived in the store)",
     note="Note: History archived in the store for audit purposes.",
     nothing_deleted="Nothing was deleted.",
+    versions_item="  - its {versions}",
+    labels_item="  - its labels: {labels}",
+    versions_preserved="  - its {versions}, archived with it",
 )
+
+#: How a delete text counts an agent's versions: ``3 versions (v1-v3)``, ``1 version (v1)``.
+VERSION_COUNT: Final = "{count} version{s} ({numbers})"
+#: A label and the version it points at (its largest share's, for a split).
+LABEL_TARGET: Final = "{label} -> v{version}"
 
 # --------------------------------------------------------------------------------------------------
 # clone_agent_config

@@ -44,6 +44,16 @@ class VersionCalls(NamedTuple):
     compare: str
     #: How a gate is passed anyway: a person's forced move (``{label}``, ``{target}``).
     force: str
+    #: Not a template but a value: ``{program}``, as in ``texts.Calls``.
+    program: str = "acti-store"
+    #: Not a template but a value: ``{code}``, the code of a printed confirmation, as in
+    #: ``texts.Calls``.
+    code: str = ""
+
+    def call(self, fragment: str, **values: object) -> str:
+        """``fragment`` (one of this table's templates) filled with ``values``, the program and
+        the code."""
+        return fragment.format(program=self.program, code=self.code, **values)
 
 
 VERSION_TOOL_CALLS: Final = VersionCalls(
@@ -59,16 +69,19 @@ VERSION_TOOL_CALLS: Final = VersionCalls(
     force="Only a person can move it past the gate (acti-store label {name} {label} {target} "
     "--force --note WHY): ask the user; do not retry this call",
 )
+#: The wording of ``acti-store``: each command starts with ``{program}``; a confirmation (a
+#: rollback's, a forced label move's) carries ``--confirm {code}``.
 VERSION_CLI_CALLS: Final = VersionCalls(
-    versions="acti-store versions {name}",
-    diff="acti-store diff {name} FROM TO",
-    rollback="acti-store rollback {name} VERSION",
-    confirm_rollback="acti-store rollback {name} {version} --yes",
-    label="acti-store label {name} LABEL VERSION",
-    split="acti-store label {name} {label} {a}=90 {b}=10",
-    rollback_label="acti-store label {name} {label} --rollback",
-    compare="acti-store compare {name} {a} {b}",
-    force='To move it anyway, run: acti-store label {name} {label} {target} --force --note "why"',
+    versions="{program} versions {name}",
+    diff="{program} diff {name} FROM TO",
+    rollback="{program} rollback {name} VERSION",
+    confirm_rollback="{program} rollback {name} {version} --confirm {code}",
+    label="{program} label {name} LABEL VERSION",
+    split="{program} label {name} {label} {a}=90 {b}=10",
+    rollback_label="{program} label {name} {label} --rollback",
+    compare="{program} compare {name} {a} {b}",
+    force="To move it anyway, run: {program} label {name} {label} {target} --force "
+    '--confirm {code} --note "why"',
 )
 
 VERSION_LIST: Final = f"""Versions of agent '{{name}}' (current: v{{current}}, newest first)
@@ -286,8 +299,8 @@ def gate_refused(
         name=name,
         gate=exc.gate,
         checks=gate_checks(exc.checks),
-        force=calls.force.format(name=name, label=label, target=target),
-        compare=calls.compare.format(name=name, a=against, b=version),
+        force=calls.call(calls.force, name=name, label=label, target=target),
+        compare=calls.call(calls.compare, name=name, a=against, b=version),
         version=f"v{version}",
     )
 

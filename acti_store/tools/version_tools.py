@@ -69,7 +69,7 @@ class VersionTools:
         return VersionTools(self._builder.on(repo), self._calls)
 
     def _call(self, fragment: str, name: str, version: object = "", **values: object) -> str:
-        return fragment.format(name=name, version=version, **values)
+        return self._calls.call(fragment, name=name, version=version, **values)
 
     def _missing(self, name: str, exc: Exception) -> Refused:
         """The refusal for a lookup error of the version methods."""
