@@ -34,27 +34,31 @@ from acti_store.testing import ScriptedChatModel, calls, tool_call
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = Path(__file__).parent / "mcp_servers"
 
-#: The longest lag allowed. The target is 50 ms (docs/guarantees.md); a loaded CI machine gets
-#: twice that, and a measurement is repeated once before it fails, since the OS can deschedule
-#: the process for a while. A blocking step of a run is not noise: it stalls every attempt.
+#: The longest lag allowed beyond the baseline. The target is 50 ms (docs/guarantees.md); a loaded
+#: CI machine gets twice that, and a measurement is repeated once before it fails, since the OS
+#: can deschedule the process for a while. A blocking step of a run is not noise: it stalls every
+#: attempt.
 MAX_LAG_MS = 100.0
 ATTEMPTS = 2
 
 
 def measure(store_url: str) -> dict[str, object]:
-    command = [
-        sys.executable,
-        "-m",
-        "benchmarks.loop_lag",
-        "--runs",
-        "20",
-        "--store-calls",
-        "20",
-        "--transport",
-        "http",
-        "--url",
-        store_url,
-    ]
+    """The lags of 20 runs and 20 store calls, in a fresh process."""
+    return _loop_lag(
+        "--runs", "20", "--store-calls", "20", "--transport", "http", "--url", store_url
+    )
+
+
+def baseline() -> float:
+    """How late the same heartbeat wakes in a fresh process running no agent (one Python process
+    started beside it), measured just before an attempt: what the machine's load costs now (4 ms
+    on a quiet 2-CPU machine). The bound is that plus ``MAX_LAG_MS``: a slow neighbour must not
+    fail the test, a blocking step of a run still does (it comes on top of the baseline)."""
+    return float(str(_loop_lag("--baseline", "--runs", "1")["max_lag_ms"]))
+
+
+def _loop_lag(*arguments: str) -> dict[str, object]:
+    command = [sys.executable, "-m", "benchmarks.loop_lag", *arguments]
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
@@ -68,14 +72,18 @@ def measure(store_url: str) -> dict[str, object]:
 def test_twenty_runs_and_a_cold_store_keep_the_loop_free(store_url: str) -> None:
     attempts = []
     for _ in range(ATTEMPTS):
+        idle = baseline()
         result = measure(store_url if not attempts else fresh(store_url, len(attempts)))
-        attempts.append(result)
+        attempts.append({"baseline_max_lag_ms": idle, **result})
         assert result["outcomes"] == {"create ok": 20, "run ok": 20, "store call": 80}
         # Deterministic: the loop's thread imported nothing while the work went on.
         assert result["imported_on_loop"] == []
-        if float(str(result["max_lag_ms"])) < MAX_LAG_MS:
+        if float(str(result["max_lag_ms"])) < MAX_LAG_MS + idle:
             return
-    pytest.fail(f"the event loop stalled over {MAX_LAG_MS} ms in every attempt: {attempts}")
+    pytest.fail(
+        f"the event loop stalled over {MAX_LAG_MS} ms past the baseline in every attempt: "
+        f"{attempts}"
+    )
 
 
 def fresh(store_url: str, attempt: int) -> str:
