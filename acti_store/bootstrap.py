@@ -6,20 +6,28 @@ The one module that knows every adapter; nothing below it knows how they are put
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
 from sqlalchemy.engine import URL
 
-from .engine import LOCK_TIMEOUT_DEFAULT, make_engine
+from .engine import (
+    LOCK_TIMEOUT_DEFAULT,
+    LOCK_TIMEOUT_MAX,
+    make_engine,
+    pooled_settings,
+    resolve_replicas,
+    store_schema,
+)
 from .errors import ArgumentTypeError
 from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository, retention, store_options
+from .repository.core import MAX_REPLICA_LAG
 from .revisions import check_schema, upgrade_schema
 from .tenancy import DEFAULT_TENANT, resolve_tenant
-from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of
+from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of, seconds
 
 #: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
 ENV_EXPORT_DIR: Final = "ACTI_STORE_EXPORT_DIR"
@@ -41,6 +49,8 @@ def open_repository(
     keep_changes: timedelta | None = None,
     pooler: str | None = None,
     listen_url: str | URL | None = None,
+    replicas: Sequence[str | URL] | None = None,
+    max_replica_lag: float = MAX_REPLICA_LAG,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
@@ -76,7 +86,12 @@ def open_repository(
     (schema, tenant, lock timeout), and no statement is prepared on the server; ``"none"`` (the
     default) keeps them in the session (docs/production.md). ``listen_url`` (else
     ``ACTI_STORE_LISTEN_URL``): a direct URL of the database for the change feed's ``LISTEN``
-    behind such a pooler; without one, its watchers poll the feed's counter.
+    behind such a pooler; without one, its watchers poll the feed's counter. ``replicas``
+    (else ``ACTI_STORE_REPLICA_URLS``, comma-separated): URLs of streaming standbys of a
+    PostgreSQL store's server, which its reads go to (its writes, and what a write reads, go to
+    ``url``); a read after the store's own write waits up to ``max_replica_lag`` seconds for a
+    replica that has replayed it, else reads the primary, and one store's reads never go back
+    in time; a replica that fails is left out for a while (docs/production.md).
 
     Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``; for a wrong
     type an ``ArgumentTypeError``, also a ``TypeError``) for an argument out of its rule, before
@@ -103,6 +118,8 @@ def open_repository(
     flag(migrate, "migrate")
     optional_of(schema, str, "schema")
     optional_of(pooler, str, "pooler")
+    replica_urls = resolve_replicas(replicas)
+    max_replica_lag = seconds(max_replica_lag, "max_replica_lag", LOCK_TIMEOUT_MAX)
     if listen_url is not None and not isinstance(listen_url, URL):
         optional_of(listen_url, str, "listen_url")
     optional_of(engine_options, Mapping, "engine_options")
@@ -124,13 +141,27 @@ def open_repository(
         listen_url=listen_url,
         **(engine_options or {}),
     )
+    replica_engines = []
     try:
         if read_only:
             check_schema(engine)
         elif migrate:
             upgrade_schema(engine)
+        for replica in replica_urls:  # as the store's: its schema, pooler and lock timeout
+            replica_engines.append(
+                make_engine(
+                    replica,
+                    schema=store_schema(engine) or "",
+                    read_only=True,
+                    lock_timeout=lock_timeout,
+                    pooler="none" if pooled_settings(engine) is None else "transaction",
+                    **(engine_options or {}),
+                )
+            )
     except BaseException:
         engine.dispose()
+        for made in replica_engines:
+            made.dispose()
         raise
     repository = SqlAgentRepository(
         engine,
@@ -141,6 +172,8 @@ def open_repository(
         keep_versions=keep_versions,
         tenant=tenant,
         keep_changes=keep_changes,
+        replicas=replica_engines,
+        max_replica_lag=max_replica_lag,
     )
     try:
         repository.register_tenant()

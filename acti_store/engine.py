@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -21,6 +22,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from . import mariadb, postgresql, sqlite
 from .column_types import MYSQL_DIALECTS
 from .errors import (
+    ArgumentTypeError,
     MissingDriverError,
     SchemaVersionError,
     StoreUnavailableError,
@@ -34,6 +36,7 @@ from .sqlite import foreign_keys_off as foreign_keys_off
 from .sqlite import read_only_url as read_only_url
 from .sqlite import sqlite_path as sqlite_path
 from .sqlite import switch_to_wal as switch_to_wal
+from .validation import ARGUMENT
 
 if TYPE_CHECKING:  # imported when first made: it needs greenlet, which only [postgres] installs
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -185,6 +188,30 @@ def resolve_listen_url(listen_url: str | URL | None, url: URL) -> URL | None:
     return resolved
 
 
+#: The environment variable listing a store's read replicas (URLs, comma-separated) when
+#: ``open_repository(replicas=...)`` is not given.
+ENV_REPLICA_URLS: Final = "ACTI_STORE_REPLICA_URLS"
+
+
+def resolve_replicas(replicas: Sequence[str | URL] | None) -> list[URL]:
+    """The read replicas' URLs: ``replicas``, else ``ACTI_STORE_REPLICA_URLS``; each checked
+    (``resolve_url``). A text given for the list is refused (``ArgumentTypeError``): a URL's
+    characters are no list of URLs."""
+    if replicas is None:
+        given: Sequence[str | URL] = [
+            u.strip() for u in os.environ.get(ENV_REPLICA_URLS, "").split(",") if u.strip()
+        ]
+    elif isinstance(replicas, str | bytes) or not isinstance(replicas, Sequence):
+        raise ArgumentTypeError(ARGUMENT, [("replicas", "must be a list of URLs")])
+    else:
+        given = replicas
+    return [resolve_url(url) if isinstance(url, str | URL) else _not_a_url(url) for url in given]
+
+
+def _not_a_url(value: object) -> URL:
+    raise ArgumentTypeError(ARGUMENT, [("replicas", f"{type(value).__name__} is not a URL")])
+
+
 def pooled_settings(bind: Connection | Engine) -> postgresql.TransactionSettings | None:
     """The per-transaction settings of a store reached through a transaction pooler (made by
     ``make_engine(pooler="transaction")``), else None."""
@@ -330,8 +357,7 @@ def make_engine(
         return engine
 
     if pooled:  # no statement kept by the server: each transaction may find another session
-        resolved, named = postgresql.pooled_url(resolved)
-        own_schema = own_schema or resolve_schema(named, resolved)
+        own_schema = own_schema or resolve_schema(postgresql.options_schema(resolved), resolved)
         kwargs["connect_args"] = {**kwargs.get("connect_args", {}), "prepare_threshold": None}
     session = postgresql.session_sql(lock_timeout, read_only=read_only, schema=own_schema)
     if not _async and importlib.util.find_spec("greenlet") is not None:
@@ -355,6 +381,7 @@ def make_engine(
         settings = postgresql.TransactionSettings(own_schema, wait_ms(lock_timeout), read_only)
         # SQLAlchemy's own transactions (migrations, revision checks) make them as they begin.
         event.listen(engine, "begin", lambda conn: postgresql.begin(conn, settings))
+        event.listen(engine, "do_connect", postgresql.pooled_connect)
         if own_schema is not None:  # after the dialect's first look (current_schema(): public)
             event.listen(
                 engine, "connect", lambda _c, _r: postgresql.default_schema(engine, own_schema)

@@ -88,19 +88,31 @@ class TransactionSettings:
 _SEARCH_PATH_OPTION: Final = re.compile(r"(?:^|\s)-c\s*search_path=([a-z_][a-z0-9_]*)(?=\s|$)")
 
 
-def pooled_url(url: URL) -> tuple[URL, str | None]:
-    """A URL for a pooler in transaction mode, and the schema its server options named as the
-    search path (``options=-csearch_path=acti``), if any: taken out of the options, which the
-    pooler does not pass on to the server (PgBouncer refuses or ignores them), to be made by
-    each transaction instead (``TransactionSettings``)."""
-    given = url.query.get("options")
-    options = given if isinstance(given, str) else given[-1] if given else ""
-    found = _SEARCH_PATH_OPTION.search(options)
-    if found is None:
-        return url, None
-    rest = (options[: found.start()] + options[found.end() :]).strip()
-    url = url.difference_update_query(["options"])
-    return (url.update_query_dict({"options": rest}) if rest else url), found.group(1)
+def options_schema(url: URL) -> str | None:
+    """The schema a URL's server options name as the search path (``options=-csearch_path=
+    acti``), if any: what a pooled store makes per transaction (``pooled_connect`` takes the
+    option out of what is sent: the pooler would refuse it, or drop it)."""
+    found = _SEARCH_PATH_OPTION.search(_options(url.query.get("options")))
+    return None if found is None else found.group(1)
+
+
+def pooled_connect(
+    _dialect: Any, _record: ConnectionPoolEntry, _args: list[Any], params: dict[str, Any]
+) -> None:
+    """A pooled store's connection as it is made: the search path out of its server options
+    (PgBouncer refuses a client's ``options``, or ignores them); other options go as given."""
+    options = _options(params.get("options"))
+    rest = _SEARCH_PATH_OPTION.sub(" ", options).strip()
+    if rest:
+        params["options"] = rest
+    else:
+        params.pop("options", None)
+
+
+def _options(given: Any) -> str:
+    if isinstance(given, (list, tuple)):
+        return " ".join(map(str, given))
+    return str(given or "")
 
 
 def begin(conn: Connection, settings: TransactionSettings) -> None:

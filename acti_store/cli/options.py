@@ -21,6 +21,7 @@ from ..engine import (
     DEFAULT_URL,
     ENV_LISTEN_URL,
     ENV_POOLER,
+    ENV_REPLICA_URLS,
     ENV_SCHEMA,
     ENV_URL,
     POOLERS,
@@ -165,6 +166,7 @@ def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
         tenant=getattr(args, "tenant", None),
         pooler=getattr(args, "pooler", None),
         listen_url=getattr(args, "listen_url", None),
+        replicas=getattr(args, "replicas", None),
     )
 
 
@@ -283,7 +285,7 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     """How a PostgreSQL store is reached in production (docs/production.md): ``--pooler``,
-    ``--listen-url`` and ``--replica``, before the command (every command takes them)."""
+    ``--replica`` and ``--listen-url``, before the command (every command takes them)."""
     parser.add_argument(
         "--pooler",
         choices=POOLERS,
@@ -291,6 +293,15 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         help=f"the connection pooler in front of PostgreSQL: transaction for PgBouncer's "
         f"transaction mode, RDS Proxy, Supabase's or Neon's pooled URLs (default: "
         f"${ENV_POOLER}, else none)",
+    )
+    parser.add_argument(
+        "--replica",
+        dest="global_replicas",
+        action="append",
+        default=None,
+        metavar="URL",
+        help=f"a read replica (streaming standby) of the PostgreSQL server that reads go to; "
+        f"repeatable (default: ${ENV_REPLICA_URLS}, comma-separated)",
     )
     parser.add_argument(
         "--listen-url",
@@ -310,6 +321,8 @@ def apply_global_options(args: argparse.Namespace) -> None:
         args.schema = args.global_schema
     if getattr(args, "tenant", None) is None:
         args.tenant = args.global_tenant
+    if getattr(args, "replicas", None) is None:
+        args.replicas = args.global_replicas
 
 
 def cli_tools(repo: AgentRepository) -> BuilderTools:

@@ -20,6 +20,7 @@ from sqlalchemy.pool import NullPool
 
 from ..dberrors import unreachable
 from ..engine import (
+    ENV_REPLICA_URLS,
     alembic_config,
     make_engine,
     resolve_pooler,
@@ -36,9 +37,6 @@ from .findings import EngineChecks, Finding, Target, error, healthy, ok, report
 
 __all__ = ["Finding", "diagnose", "healthy", "report"]
 
-#: The environment variable listing read replicas' URLs (comma-separated) when ``diagnose`` is
-#: not given any.
-ENV_REPLICA_URLS: Final = "ACTI_STORE_REPLICA_URLS"
 
 #: Each engine's checks, by SQLAlchemy's backend name (``resolve_url`` refuses any other).
 ENGINES: Final[dict[str, EngineChecks]] = {

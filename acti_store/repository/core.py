@@ -19,19 +19,27 @@ from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
 
-from ..connections import connections_for
+from ..connections import Connections, connections_for
 from ..dberrors import translated
 from ..engine import store_location
-from ..errors import AgentNotFoundError, AgentStoreError, InvalidInputError, ReadOnlyStoreError
+from ..errors import (
+    AgentNotFoundError,
+    AgentStoreError,
+    InvalidInputError,
+    ReadOnlyStoreError,
+    StoreUnavailableError,
+    StoreUrlError,
+)
 from ..models import NAIVE_DATETIME_RULE, utc_now
-from ..sqlexec import Cursor
+from ..sqlexec import Answer, Cursor, Prepared
 from ..tenancy import DEFAULT_TENANT
 from .arguments import require_storable
 from .deadline import within_deadline
 from .engines import strategy_for
-from .engines.base import Begin
+from .engines.base import Begin, EngineStrategy
 from .feed import prune
 from .port import Clock, Mirror, RepositoryPort
+from .replicas import ReadRouter, Replica, position_of
 from .statements import GET, GET_FOR_UPDATE
 from .transaction import run_transaction
 
@@ -40,6 +48,9 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 #: The longest a store waits between two prunes of the change feed (``StoreCore.prune_due``).
 PRUNE_EVERY_MAX: Final = 60.0
+#: How long a read after a write waits for a replica to replay it before it reads the primary
+#: (seconds): ``open_repository(max_replica_lag=...)``.
+MAX_REPLICA_LAG: Final = 1.0
 #: Agents a store creates one by one between two looks at the engine's statistics
 #: (``StoreCore.grew``).
 GROWTH_CHECK_EVERY: Final = 1_000
@@ -90,6 +101,8 @@ class StoreCore:
         waits: Waits,
         tenant: str = DEFAULT_TENANT,
         keep_changes: timedelta | None = None,
+        replicas: Sequence[Engine] = (),
+        max_replica_lag: float = MAX_REPLICA_LAG,
     ) -> None:
         self.engine = engine
         #: The tenant whose rows this store sees and touches (``tenancy``).
@@ -111,6 +124,15 @@ class StoreCore:
         self.mirror = mirror
         self.waits = waits
         self.store: RepositoryPort | None = None
+        #: Where reads go when the store has read replicas (``replicas``); None: the primary.
+        self.router: ReadRouter | None = None
+        if replicas:
+            if self.kind.replay_position is None:
+                raise StoreUrlError(
+                    f"read replicas are for PostgreSQL stores, not {self.kind.name}"
+                )
+            made = [Replica(r, strategy_for(r.dialect.name).for_engine(r)) for r in replicas]
+            self.router = ReadRouter(made, max_replica_lag, self._position)
 
     @property
     def location(self) -> str:
@@ -124,6 +146,8 @@ class StoreCore:
 
     def close(self) -> None:
         self.connections.close()
+        if self.router is not None:
+            self.router.close()
 
     def run(
         self,
@@ -134,25 +158,52 @@ class StoreCore:
         autocommit: bool = False,
         pipelined: bool = True,
         tenant: str | None = None,
+        replica: Replica | None = None,
+        after_commit: tuple[Prepared, Callable[[Answer], None]] | None = None,
     ) -> T:
+        """``work`` in one transaction on the primary (or on ``replica``)."""
         return run_transaction(
-            self.connections,
+            self.connections if replica is None else replica.connections,
             self.dialect,
             work,
-            engine=self.kind,
+            engine=self.kind if replica is None else replica.kind,
             begin=begin,
             lock_wait=lock_wait,
             lock_timeout=self.lock_timeout,
             autocommit=autocommit,
             pipelined=pipelined,
             tenant=self.tenant if tenant is None else tenant,
+            after_commit=after_commit,
         )
+
+    def _position(
+        self, connections: Connections | None, kind: EngineStrategy | None, statement: Prepared
+    ) -> int:
+        """The WAL position ``statement`` reads, on ``connections`` (None: the primary's)."""
+        kind = kind or self.kind
+        return run_transaction(
+            connections or self.connections,
+            self.dialect,
+            lambda cursor: position_of(cursor, statement),
+            engine=kind,
+            begin=kind.read_begin(False),
+            lock_wait=None,
+            lock_timeout=self.lock_timeout,
+            autocommit=kind.reads_in_autocommit,
+            tenant=self.tenant,
+        )
+
+    def _committed(self, answer: Answer) -> None:
+        if self.router is not None and answer.rows:
+            self.router.raise_floor(int(answer.rows[0][0]))
 
     def read(
         self, work: Callable[[Cursor], T], *, snapshot: bool = False, tenant: str | None = None
     ) -> T:
         """``work`` in one read transaction (one snapshot with ``snapshot``), as the store's
         tenant (or as ``tenant``)."""
+        if self.router is not None:
+            return self._read_replicated(self.router, work, snapshot, tenant)
         kind = self.kind
         try:
             return self.run(
@@ -162,6 +213,53 @@ class StoreCore:
                 tenant=tenant,
             )
         except Exception as exc:  # not translate_errors: a context manager costs on every read
+            error = translated(exc, self.dbapi)
+            if error is None:
+                raise
+            raise error from exc
+
+    def reader(self) -> tuple[Connections, EngineStrategy]:
+        """The connections and strategy a long read (an export's snapshot) runs on: a replica
+        caught up with the store's writes and reads (``replicas``), else the primary."""
+        replica = None if self.router is None else self.router.choose()
+        if replica is None:
+            return self.connections, self.kind
+        return replica.connections, replica.kind
+
+    def _read_replicated(
+        self, router: ReadRouter, work: Callable[[Cursor], T], snapshot: bool, tenant: str | None
+    ) -> T:
+        """A read on a replica caught up with what the store wrote and read (``replicas``);
+        on the primary when none is, or when the replica fails it (the primary's position
+        after it then becomes the least the next read sees)."""
+        replica = router.choose()
+        try:
+            if replica is not None:
+                try:
+                    kind = replica.kind
+                    return self.run(
+                        work,
+                        begin=kind.read_begin(snapshot),
+                        autocommit=kind.reads_in_autocommit,
+                        tenant=tenant,
+                        replica=replica,
+                    )
+                except Exception as exc:
+                    error = translated(exc, self.dbapi)
+                    if not isinstance(error, StoreUnavailableError):
+                        raise
+                    router.leave_out(replica, f"failed a read: {error}")
+            kind = self.kind
+            result = self.run(
+                work,
+                begin=kind.read_begin(snapshot),
+                autocommit=kind.reads_in_autocommit,
+                tenant=tenant,
+            )
+            if kind.commit_position is not None:
+                router.raise_floor(self._position(None, None, kind.commit_position))
+            return result
+        except Exception as exc:
             error = translated(exc, self.dbapi)
             if error is None:
                 raise
@@ -187,7 +285,11 @@ class StoreCore:
             if wait is None:
                 wait = self.kind.first_lock_wait(self.lock_timeout)
             begin = self.kind.begin_write
-            result = self.run(work, begin=begin, lock_wait=wait, pipelined=pipelined)
+            position = self.kind.commit_position
+            after = None if self.router is None or position is None else (position, self._committed)
+            result = self.run(
+                work, begin=begin, lock_wait=wait, pipelined=pipelined, after_commit=after
+            )
             if then is not None:
                 then(result)
             return result

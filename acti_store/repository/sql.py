@@ -10,7 +10,7 @@ write); this class puts them together as the port (``port.RepositoryPort``) with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import partial, update_wrapper
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -27,7 +27,7 @@ from ..engine import (
 from ..tenancy import DEFAULT_TENANT, check_tenant
 from .arguments import retention, store_options
 from .asynchronous import Dispatch, GreenletDispatch, StoreThreads
-from .core import DIRECT, Role, StoreCore, Waits
+from .core import DIRECT, MAX_REPLICA_LAG, Role, StoreCore, Waits
 from .interface import AgentRepository, Clock, Mirror
 from .port import RepositoryPort
 from .roles.agents import Agents
@@ -83,6 +83,8 @@ class SqlAgentRepository(AgentRepository):
         waits: Waits = DIRECT,
         tenant: str = DEFAULT_TENANT,
         keep_changes: timedelta | None = None,
+        replicas: Sequence[Engine] = (),
+        max_replica_lag: float = MAX_REPLICA_LAG,
     ) -> None:
         read_only, lock_timeout, keep_versions = store_options(
             read_only, lock_timeout, keep_versions
@@ -99,6 +101,8 @@ class SqlAgentRepository(AgentRepository):
             waits=waits,
             tenant=tenant,
             keep_changes=keep_changes,
+            replicas=replicas,
+            max_replica_lag=max_replica_lag,
         )
         core.store = self
         self._core = core

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import Dialect
 
 from ..connections import Connections, roll_back
-from ..sqlexec import Cursor
+from ..sqlexec import Answer, Cursor, Prepared
 from ..tenancy import TENANT_SETTING
 from .engines.base import Begin, EngineStrategy
 from .feed import append_changes
@@ -96,6 +96,7 @@ def run_transaction(
     autocommit: bool,
     pipelined: bool = True,
     tenant: str,
+    after_commit: tuple[Prepared, Callable[[Answer], None]] | None = None,
 ) -> T:
     """Run ``work`` on a connection of ``connections``, committed if it returns, else rolled
     back; the connection is given back either way (or discarded, if it cannot be reused).
@@ -118,6 +119,8 @@ def run_transaction(
     rest and the COMMIT; the answers of ``Cursor.later`` are read then. On psycopg's async
     driver (the async API's twin, in the greenlet bridge) the same: the engine's
     ``pipeline_connection`` says which connection, if any, runs a write in pipeline mode.
+    ``after_commit``: a statement run right after the commit (in a pipeline, in the commit's
+    round trip) and what to do with its answer once the transaction is over.
     """
     connection = connections.take()
     driver = engine.driver_connection(connection)
@@ -147,7 +150,10 @@ def run_transaction(
                 cursor.raw("COMMIT")  # answered with the rest when the pipeline ends
             elif begin or engine.driver_begins:  # else no transaction was open
                 connection.commit()
+            answer = None if after_commit is None else cursor.later(after_commit[0])
         cursor.settle()
+        if answer is not None and after_commit is not None:
+            after_commit[1](answer)
         if own_transaction:
             driver.autocommit = False
     except BaseException:

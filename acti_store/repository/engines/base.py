@@ -144,6 +144,12 @@ class EngineStrategy:
         when given; None: the session keeps them (and ``lock_wait_sql`` sets a lock wait)."""
         return None
 
+    #: The server's write position right after a commit, read in the commit's round trip by a
+    #: store with read replicas; and a replica's replay position (``replicas``). None: the
+    #: engine has no replicas the store reads from.
+    commit_position: ClassVar[Prepared | None] = None
+    replay_position: ClassVar[Prepared | None] = None
+
     def for_engine(self, engine: Engine) -> EngineStrategy:
         """The strategy for the store on ``engine``: this one, or a variant for how its
         server is reached (PostgreSQL behind a transaction pooler)."""

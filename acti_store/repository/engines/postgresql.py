@@ -300,8 +300,22 @@ class ListenSignal:
             self._engine.dispose()
 
 
+#: The WAL position a read replica must have replayed to show what was committed before it
+#: (as a byte offset), and a server's replay position: a standby's last replayed, a primary's
+#: (a promoted standby) current one.
+COMMIT_POSITION: Final = Prepared(text("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint"))
+REPLAY_POSITION: Final = Prepared(
+    text(
+        "SELECT (coalesce(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+        "ELSE pg_current_wal_lsn() END, '0/0'::pg_lsn) - '0/0'::pg_lsn)::bigint"
+    )
+)
+
+
 class PostgresqlEngine(EngineStrategy):
     name = "postgresql"
+    commit_position = COMMIT_POSITION
+    replay_position = REPLAY_POSITION
     begin_snapshot = (POSTGRES_BEGIN_SNAPSHOT,)
     begin_snapshot_statement = (POSTGRES_BEGIN_SNAPSHOT_STATEMENT,)
     reads_in_autocommit = True

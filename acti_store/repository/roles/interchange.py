@@ -32,11 +32,12 @@ class Interchange(Role):
 
     def _export(self, page_size: int, entry: Entry[T]) -> Iterator[T]:
         size = integer(page_size, "page_size", 1)
+        connections, kind = self._core.reader()
         return export_stream(
-            self._core.connections,
+            connections,
             self._core.dialect,
             self._core.dbapi,
-            self._core.kind,
+            kind,
             size,
             entry,
             self._core.tenant,
