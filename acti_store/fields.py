@@ -4,7 +4,7 @@ model (an update's) derived from the full one. Pure Python, like ``models``, whi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, get_args
 
@@ -57,3 +57,11 @@ def partial_fields(
     return create_model(
         name, __base__=base, **{f: _optional(model.model_fields[f], dropped) for f in fields}
     )
+
+
+def sequence_as_list(value: object) -> object:
+    """A tuple (any sequence but text) of a list field as a list: a model's strict rules, which
+    a mapping given to the Python API is checked with, take only a ``list``."""
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes | list):
+        return list(value)
+    return value

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .fields import WHEN_SET as WHEN_SET
-from .fields import marked, partial_fields
+from .fields import marked, partial_fields, sequence_as_list
 from .timestamps import NAIVE_DATETIME_RULE as NAIVE_DATETIME_RULE
 from .timestamps import as_utc as as_utc
 from .timestamps import aware_utc, parse_iso, read_timestamp, refuse_naive
@@ -254,14 +254,6 @@ def _none_as_empty(value: object) -> object:
     return [] if value is None else value
 
 
-def _sequence_as_list(value: object) -> object:
-    """A tuple (any sequence but text) of a list field as a list: a model's strict rules, which
-    a mapping given to the Python API is checked with, take only a ``list``."""
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes | list):
-        return list(value)
-    return value
-
-
 AgentName = Annotated[
     str,
     Field(min_length=1, max_length=NAME_MAX_LENGTH),
@@ -279,7 +271,7 @@ SystemPrompt = Annotated[
 ]
 ModelId = Annotated[str, Field(max_length=MODEL_MAX_LENGTH), AfterValidator(_check_model)]
 Stratum = Annotated[str, BeforeValidator(_normalise_stratum), AfterValidator(_check_stratum)]
-TextList = Annotated[list[str], BeforeValidator(_sequence_as_list)]
+TextList = Annotated[list[str], BeforeValidator(sequence_as_list)]
 ToolList = Annotated[TextList, AfterValidator(_check_tools)]
 TagList = Annotated[TextList, AfterValidator(_check_tags)]
 UtcDatetime = Annotated[datetime, BeforeValidator(read_timestamp), AfterValidator(aware_utc)]

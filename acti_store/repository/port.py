@@ -62,9 +62,8 @@ class Mirror(Protocol):
 def checked_config(
     values: dict[str, Any], subject: str, aliases: Mapping[str, str] | None = None
 ) -> AgentConfig:
-    """``values`` as an ``AgentConfig`` by its strict rules (``validation.strictly``: a clone's
-    ``bytes`` name is refused as ``create`` refuses it), or ``InvalidAgentError`` listing every
-    problem."""
+    """``values`` as an ``AgentConfig`` by its strict rules (``validation.strictly``), or
+    ``InvalidAgentError`` listing every problem."""
     try:
         return strictly(AgentConfig, values)
     except ValidationError as exc:
@@ -300,9 +299,8 @@ class RepositoryPort(ABC):
         """Put agents and histories exactly as given, in one transaction (all or nothing).
         ``items`` is a sequence of ``ImportItem``; ``on_conflict`` one of ``CONFLICT_POLICIES``,
         checked before anything is written (``InvalidInputError`` naming them). An agent
-        replaced keeps its protected labels where they point and its gates at least as strict
-        (``ProtectedImportError``), unless ``force`` with a ``note`` saying why: then each of
-        their moves is logged forced."""
+        replaced keeps its protected labels and its gates (``ProtectedImportError``), unless
+        ``force`` with a ``note`` saying why: each of their moves is then logged forced."""
 
     def bulk_put_stream(
         self,

@@ -41,7 +41,7 @@ from ..models import (
 )
 from ..repository import AgentRepository
 from ..validation import FieldError
-from . import listing, render, render_history, schemas, texts
+from . import listing, render, render_history, schemas, search_texts, texts
 from .outcomes import (
     Refused,
     Result,
@@ -360,9 +360,9 @@ class BuilderTools:
         )
         agents = self.repo.search(search)
         if agents:
-            text = render.search_results(search, agents, self._calls)
+            text = search_texts.search_results(search, agents, self._calls)
         else:
-            text = render.no_search_results(search, self.repo.count_by_stratum(), self._calls)
+            text = search_texts.no_search_results(search, self.repo.count_by_stratum(), self._calls)
         # Counted only when the limit may have cut the answer: a short page is the whole answer.
         total = self.repo.count(search) if len(agents) == search.limit else len(agents)
         return success(
