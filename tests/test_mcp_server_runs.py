@@ -218,5 +218,13 @@ async def test_twenty_http_clients_at_once(store_url: str, monkeypatch: pytest.M
         assert not threads
     else:
         assert threads and loop_thread not in threads
-    assert max(lags) < MAX_LAG_S, f"the loop woke {max(lags):.3f} s late"
-    print(f"heartbeat: {len(lags)} beats, max lag {max(lags) * 1000:.1f} ms")
+    # A statement run on the loop would hold up the beats of every call it serves, many of
+    # them; a neighbour on a loaded 2-CPU machine holds up one beat now and then. So the bound
+    # is on the 95th percentile of the beats' lags, not on their worst.
+    lags.sort()
+    typical = lags[int(len(lags) * 0.95)]
+    assert typical < MAX_LAG_S, f"the loop woke {typical:.3f} s late at the 95th percentile"
+    print(
+        f"heartbeat: {len(lags)} beats, 95th percentile {typical * 1000:.1f} ms, max lag "
+        f"{lags[-1] * 1000:.1f} ms"
+    )
