@@ -111,7 +111,12 @@ def test_every_command_answers_a_bad_url_with_one_error_line(tmp_path: Path) -> 
         # A secret that is set (any variable will do): what fails is the URL.
         "relay": ["--webhook", "http://127.0.0.1:9/", "--secret-env", "PATH", "--name", "relay"],
     }
-    assert sorted(commands) == sorted(_commands())  # a new command gets a case here
+    # doctor reports what it finds, a URL it cannot use too, as its one finding on stdout.
+    assert sorted([*commands, "doctor"]) == sorted(_commands())  # a new command gets a case here
+    doctor = acti_store(["doctor", "--url", BAD_URL])
+    assert (doctor.status, doctor.stderr) == (1, ""), doctor.stderr
+    assert doctor.stdout.startswith("error   options: the store URL 'not a url' is not a database")
+    assert "sqlite:///relative/path.db" in doctor.stdout
     runs = [[command, *args, "--url", BAD_URL] for command, args in commands.items()]
     runs += [
         ["list", "--url", "mysql+mysqlconnector://acti@db.example/agents"],
