@@ -17,13 +17,18 @@ ACTI_POSTGRES: Final = "acti_store[postgresql]"
 RAW_PSYCOPG: Final = "raw_psycopg"
 LANGGRAPH_PG: Final = "langgraph_pg"
 POSTGRES_BACKENDS: Final = (ACTI_POSTGRES, RAW_PSYCOPG, LANGGRAPH_PG)
+#: acti_store on the same server through a pooler in transaction mode (``--postgres-pooler-url``,
+#: ``pooler="transaction"``): also compared with acti_store[postgresql], the store without it.
+ACTI_POOLED: Final = "acti_store[pg+pooler]"
+#: Every backend on the PostgreSQL server (the pooled one only with a pooler's URL).
+ON_POSTGRES: Final = (ACTI_POSTGRES, ACTI_POOLED, RAW_PSYCOPG, LANGGRAPH_PG)
 ACTI_MYSQL: Final = "acti_store[mysql]"
 #: The practical limit on MariaDB: the reference of the MariaDB table's ratios.
 RAW_PYMYSQL: Final = "raw_pymysql"
 MYSQL_BACKENDS: Final = (ACTI_MYSQL, RAW_PYMYSQL)
 #: The server engines' tables: (title, their backends, the hand-written reference, its column).
 SERVER_TABLES: Final = (
-    ("PostgreSQL", POSTGRES_BACKENDS, RAW_PSYCOPG, "vs psycopg", "psycopg"),
+    ("PostgreSQL", ON_POSTGRES, RAW_PSYCOPG, "vs psycopg", "psycopg"),
     ("MariaDB", MYSQL_BACKENDS, RAW_PYMYSQL, "vs pymysql", "pymysql"),
 )
 #: Operations whose acti_store throughput must be at least half of raw sqlite3's.
@@ -119,7 +124,8 @@ def render_table(
 def render_tables(stats: Sequence[OpStats], agents: int, search_agents: int) -> str:
     """The main table (SQLite and files, vs raw sqlite3) and, for each server engine that ran
     (PostgreSQL, MariaDB), a table of its own: ops/s relative to its hand-written store
-    (``raw_psycopg``, ``raw_pymysql``: the engine's practical limit) and to raw sqlite3."""
+    (``raw_psycopg``, ``raw_pymysql``: the engine's practical limit) and to raw sqlite3; with
+    acti_store behind a pooler, also to acti_store directly (``vs direct``)."""
     ran = {s.backend for s in stats}
     servers = [
         (title, [b for b in backends if b in ran], reference, column, driver)
@@ -137,10 +143,14 @@ def render_tables(stats: Sequence[OpStats], agents: int, search_agents: int) -> 
         references: tuple[tuple[str, str], ...] = (("vs sqlite3", REFERENCE),)
         if reference in ran:
             references = ((column, reference), *references)
+        direct = ""
+        if ACTI_POOLED in backends and ACTI_POSTGRES in ran:
+            references = (*references, ("vs direct", ACTI_POSTGRES))
+            direct = f"; vs direct: to {ACTI_POSTGRES}, the same store without the pooler"
         parts += [
             *([""] if i else []),
             f"{title} (ratios: ops/s relative to {reference}, the hand-written {driver} store, "
-            f"and to {REFERENCE})",
+            f"and to {REFERENCE}{direct})",
             render_table(stats, agents, search_agents, backends, references),
         ]
     return "\n".join(parts)

@@ -18,7 +18,7 @@ from .backends.acti import interchange_functions
 from .measure import OpStats, git_state
 from .report import (
     MYSQL_BACKENDS,
-    POSTGRES_BACKENDS,
+    ON_POSTGRES,
     REFERENCE,
     Target,
     render_growth,
@@ -211,7 +211,7 @@ def write_results(
     if chart:
         meta = results["meta"]
         stats = [_stats_from(d) for d in results["operations"]]
-        postgres = [b for b in POSTGRES_BACKENDS if any(s.backend == b for s in stats)]
+        postgres = [b for b in ON_POSTGRES if any(s.backend == b for s in stats)]
         mysql = [b for b in MYSQL_BACKENDS if any(s.backend == b for s in stats)]
         also = f" + PostgreSQL: {', '.join(postgres)}" if postgres else ""
         also += f" + MariaDB: {', '.join(mysql)}" if mysql else ""

@@ -1,8 +1,8 @@
 """Benchmark acti_store against raw sqlite3 and the JSON-file design; check they all agree.
 
     python -m benchmarks.run [--agents 10000] [--search-agents 100000] [--postgres-url URL]
-                             [--mysql-url URL] [--out benchmarks/results] [--quick]
-                             [--no-client-scaling]
+                             [--postgres-pooler-url URL] [--mysql-url URL]
+                             [--out benchmarks/results] [--quick] [--no-client-scaling]
 
 Phases, each backend in turn, all in one process (export/import in a subprocess each, for memory):
 
@@ -16,6 +16,10 @@ Phases, each backend in turn, all in one process (export/import in a subprocess 
 With ``--postgres-url``, acti_store[postgresql], the hand-written ``raw_psycopg`` and LangGraph's
 ``PostgresStore`` (``langgraph_pg``) run every phase too, each in a schema of a database created for
 the run, and then the client-scaling probe (``client_scaling``: 1, 4, 16 client processes).
+With ``--postgres-pooler-url`` too (the same server through a pooler in transaction mode, e.g.
+PgBouncer), acti_store opened with ``pooler="transaction"`` through it runs every phase as one more
+backend, acti_store[pg+pooler], on the same database (not in the client-scaling probe); its
+ratios are printed against raw_psycopg and against acti_store[postgresql] (direct) of the run.
 With ``--mysql-url`` (MariaDB/MySQL, ``mysql+pymysql://`` or ``mariadb+pymysql://``),
 acti_store[mysql] and the hand-written ``raw_pymysql`` run every phase too, each store in a
 database created for the run (no client-scaling probe).
@@ -52,6 +56,7 @@ from .report import (
     JSON_FILES,
     LANGGRAPH_PG,
     MYSQL_BACKENDS,
+    ON_POSTGRES,
     POSTGRES_BACKENDS,
     RAW_PSYCOPG,
     RAW_PYMYSQL,
@@ -92,6 +97,8 @@ class BenchConfig:
     seed: int = DEFAULT_SEED
     postgres_url: str | None = None
     postgres_scale: bool = True
+    #: The same server through a pooler in transaction mode: acti_store[pg+pooler] too.
+    postgres_pooler_url: str | None = None
     #: MariaDB/MySQL: acti_store[mysql] and raw_pymysql (``--mysql-url``), and their search at M.
     mysql_url: str | None = None
     mysql_scale: bool = True
@@ -322,7 +329,7 @@ def run_scale(run: Run) -> None:
     labels = [
         label
         for label in run.stores.labels
-        if (label not in POSTGRES_BACKENDS or config.postgres_scale)
+        if (label not in ON_POSTGRES or config.postgres_scale)
         and (label not in MYSQL_BACKENDS or config.mysql_scale)
     ]
     run.log(f"search scale: building {config.search_agents:,}-agent stores ({', '.join(labels)})")
@@ -397,7 +404,7 @@ def run_benchmark(config: BenchConfig) -> dict[str, Any]:
     """Run every phase; returns the results document (also written to ``config.out``)."""
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="acti-bench-", dir=config.workdir))
-    stores = Stores(workdir, config.postgres_url, config.mysql_url)
+    stores = Stores(workdir, config.postgres_url, config.mysql_url, config.postgres_pooler_url)
     run = Run(config, stores, Checker(REFERENCE))
     run.notes["code"] = code_fingerprint()
     run.notes["load_before"] = os.getloadavg()
@@ -429,6 +436,11 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
     parser.add_argument("--search-agents", type=int, help="M: agents of the search store (100000)")
     parser.add_argument(
         "--postgres-url", help="also measure acti_store, raw_psycopg and langgraph_pg on it"
+    )
+    parser.add_argument(
+        "--postgres-pooler-url",
+        help="the same server through a pooler in transaction mode (PgBouncer): also measure "
+        'acti_store opened with pooler="transaction" through it (needs --postgres-url)',
     )
     parser.add_argument(
         "--no-postgres-scale", action="store_true", help="PostgreSQL: skip the search at M"
@@ -475,6 +487,8 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
     parser.add_argument("--no-chart", action="store_true")
     parser.add_argument("--workdir", type=Path, help="where the stores go (a temp dir)")
     args = parser.parse_args(argv)
+    if args.postgres_pooler_url and not args.postgres_url:
+        parser.error("--postgres-pooler-url needs --postgres-url (the same server, directly)")
 
     quick = args.quick
     agents = args.agents or (1_000 if quick else 10_000)
@@ -494,6 +508,7 @@ def parse_args(argv: Sequence[str] | None) -> BenchConfig:
         seed=args.seed,
         postgres_url=args.postgres_url,
         postgres_scale=not args.no_postgres_scale,
+        postgres_pooler_url=args.postgres_pooler_url,
         mysql_url=args.mysql_url,
         mysql_scale=not args.no_mysql_scale,
         out=args.out,

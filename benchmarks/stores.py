@@ -1,6 +1,7 @@
 """Where ``benchmarks.run`` puts each backend's stores: files in a work directory, PostgreSQL
-schemas in a database created for the run, and MariaDB databases created for the run (all dropped
-at the end, whatever happens)."""
+schemas in a database created for the run (reached directly, or through a pooler for
+acti_store[pg+pooler]), and MariaDB databases created for the run (all dropped at the end,
+whatever happens)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import sqlalchemy
 from .backends import StoreSpec
 from .report import (
     ACTI_MYSQL,
+    ACTI_POOLED,
     ACTI_POSTGRES,
     ACTI_SQLITE,
     JSON_FILES,
     LANGGRAPH_PG,
     MYSQL_BACKENDS,
-    POSTGRES_BACKENDS,
+    ON_POSTGRES,
     RAW_PSYCOPG,
     RAW_PYMYSQL,
     REFERENCE,
@@ -30,6 +32,7 @@ KIND_OF: Final = {
     ACTI_SQLITE: "acti_store",
     JSON_FILES: "json_files",
     ACTI_POSTGRES: "acti_store",
+    ACTI_POOLED: "acti_store",
     RAW_PSYCOPG: "raw_psycopg",
     LANGGRAPH_PG: "langgraph_pg",
     ACTI_MYSQL: "acti_store",
@@ -46,13 +49,20 @@ class Stores:
     """Hands out empty stores for each backend; removes them all at the end.
 
     A PostgreSQL store is a schema of its own in the run's database, selected by
-    ``options=-csearch_path=<schema>`` in its URL (so that subprocesses can open it too). A
+    ``options=-csearch_path=<schema>`` in its URL (so that subprocesses can open it too); with
+    ``postgres_pooler_url`` (the same server through a pooler in transaction mode), the pooled
+    acti_store's URL is the pooler's, on the same database, opened with ``pooler="transaction"``
+    (which takes the search path out of what it sends and sets it in each transaction). A
     MariaDB store is a database of its own (MariaDB has no schemas inside a database), named
     ``acti_bench_<run>_<tag>_<random>``: every one of them is dropped at the end.
     """
 
     def __init__(
-        self, workdir: Path, postgres_url: str | None, mysql_url: str | None = None
+        self,
+        workdir: Path,
+        postgres_url: str | None,
+        mysql_url: str | None = None,
+        postgres_pooler_url: str | None = None,
     ) -> None:
         self.workdir = workdir
         self._run_id = uuid.uuid4().hex[:10]
@@ -73,12 +83,18 @@ class Stores:
                 conn.exec_driver_sql(f'CREATE DATABASE "{self._database}"')
             self._pg_url = url.set(database=self._database)
             self._pg = sqlalchemy.create_engine(self._pg_url, isolation_level="AUTOCOMMIT")
+        self._pooler_url: sqlalchemy.URL | None = None
+        if postgres_pooler_url:
+            if self._pg is None:
+                raise ValueError("a PostgreSQL pooler's URL needs the server's URL too")
+            pooler_url = sqlalchemy.make_url(postgres_pooler_url)
+            self._pooler_url = pooler_url.set(database=self._database)
 
     @property
     def labels(self) -> list[str]:
         labels = [REFERENCE, ACTI_SQLITE, JSON_FILES]
         if self._pg is not None:
-            labels += POSTGRES_BACKENDS
+            labels += [b for b in ON_POSTGRES if b != ACTI_POOLED or self._pooler_url]
         if self._mysql is not None:
             labels += MYSQL_BACKENDS
         return labels
@@ -95,13 +111,17 @@ class Stores:
             self._mysql_databases.append(database)
             url = self._mysql_url.set(database=database)
             return StoreSpec(kind, label, url.render_as_string(hide_password=False))
-        if label in POSTGRES_BACKENDS:
+        if label in ON_POSTGRES:
             assert self._pg is not None
             schema = f"{tag}_{uuid.uuid4().hex[:6]}"
             with self._pg.connect() as conn:
                 conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-            url = self._pg_url.update_query_dict({"options": f"-csearch_path={schema}"})
-            return StoreSpec(kind, label, url.render_as_string(hide_password=False))
+            pooled = label == ACTI_POOLED
+            base = self._pooler_url if pooled else self._pg_url
+            assert base is not None
+            url = base.update_query_dict({"options": f"-csearch_path={schema}"})
+            location = url.render_as_string(hide_password=False)
+            return StoreSpec(kind, label, location, "transaction" if pooled else None)
         if kind == "json_files":
             return StoreSpec(kind, label, str(self.workdir / f"{slug(label)}-{tag}"))
         path = self.workdir / f"{slug(label)}-{tag}.db"

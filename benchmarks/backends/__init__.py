@@ -42,6 +42,7 @@ class StoreSpec:
     kind: str  #: a key of ``KINDS``
     label: str  #: as printed, e.g. ``acti_store[sqlite]``
     location: str  #: a database URL, a SQLite file or a directory, depending on ``kind``
+    pooler: str | None = None  #: acti_store: ``open_repository``'s ``pooler`` (None: its default)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -1,4 +1,5 @@
-"""acti_store as it is: ``open_repository(url)`` with its default settings and an injected clock.
+"""acti_store as it is: ``open_repository(url)`` with its default settings and an injected clock
+(and ``pooler="transaction"`` when the store is reached through a pooler: ``StoreSpec.pooler``).
 
 Export and import use ``acti_store.interchange.export_json``/``import_json`` when that module
 provides them; otherwise a minimal fallback on the repository interface (``iter_export`` +
@@ -88,7 +89,7 @@ def fallback_import(repo: AgentRepository, directory: Path) -> None:
 class ActiStoreBackend(Backend):
     def __init__(self, spec: StoreSpec, clock: Clock) -> None:
         super().__init__(spec, clock)
-        self.repo = open_repository(spec.location, clock=clock)
+        self.repo = open_repository(spec.location, clock=clock, pooler=spec.pooler)
         if self.repo.mirror is not None:
             raise RuntimeError(
                 "acti_store opened with a JSON mirror (ACTI_STORE_EXPORT_DIR?): the benchmark "
