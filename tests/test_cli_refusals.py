@@ -98,7 +98,11 @@ def test_every_command_refuses_with_one_error_line_on_stderr(store: str, tmp_pat
         "changes": (["--after", "999", "--url", store], ""),  # beyond the newest: a reset store
         "relay": ([*RELAY_NO_SECRET, "--url", store], ""),
     }
-    assert sorted(refusals) == sorted(_commands())  # a new command gets a case here
+    # doctor refuses nothing: what is wrong is its finding, on stdout, and its status 1.
+    assert sorted([*refusals, "doctor"]) == sorted(_commands())  # a new command gets a case here
+    doctor = acti_store(["doctor", "--url", missing])
+    assert (doctor.status, doctor.stderr) == (1, ""), doctor.stderr
+    assert doctor.stdout.startswith("error   store: there is no store at ")
     runs = [[command, *args] for command, (args, _) in refusals.items()]
     try:
         with ThreadPoolExecutor(4) as pool:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from contextlib import closing
+from shlex import quote
 
 import pytest
 from conftest import make_config
@@ -121,7 +122,7 @@ def test_compare_split_roll_back_and_read_the_log(url: str) -> None:
     )
     assert out.endswith(
         "Let both versions run first, e.g. split a label between them: acti-store "
-        f"--url {url} label lead_qualifier <label> 1=90 2=10\n"
+        f"--url {quote(url)} label lead_qualifier <label> 1=90 2=10\n"
     )
 
     refusals = results[1:11]
@@ -133,7 +134,7 @@ def test_compare_split_roll_back_and_read_the_log(url: str) -> None:
     assert "give either a VERSION (or a split), --remove or --rollback" in refusals[3][2]
     assert refusals[5][2] == (
         "error: Label 'production' of agent 'lead_qualifier' has no move to roll back. Nothing "
-        f"was changed. See the labels with acti-store --url {url} versions lead_qualifier.\n"
+        f"was changed. See the labels with acti-store --url {quote(url)} versions lead_qualifier.\n"
     )
     assert refusals[6][2].startswith("error: Invalid protect parameter.")
     assert "error: give the gate: --min-runs" in refusals[8][2]
@@ -188,9 +189,10 @@ def test_a_gate_refuses_until_a_person_forces_it_with_a_note(url: str) -> None:
         "share of it only with at least 3 runs, a success rate of at least 70.0%, a mean duration "
         "of at most 3 s. Nothing was moved; the gate refused: v2 (0 runs): 0 runs (at least "
         "3 wanted), no success rate yet (at least 70.0% wanted), no duration yet "
-        f"(at most 3 s wanted). To move it anyway, run: acti-store --url {url} label "
+        f"(at most 3 s wanted). To move it anyway, run: acti-store --url {quote(url)} label "
         f'lead_qualifier production 2 --force --confirm CODE --note "why". Compare the versions '
-        f"with acti-store --url {url} compare lead_qualifier <a> 2, or let v2 run more first.\n"
+        f"with acti-store --url {quote(url)} compare lead_qualifier <a> 2, or let v2 run more "
+        "first.\n"
     )  # a person gets commands, not tool calls
     assert results[3][2].endswith('error: --force needs --note "why" (the label log keeps it)\n')
     report = results[5][1]

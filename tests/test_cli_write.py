@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from shlex import quote
 
 import pytest
 
@@ -80,7 +81,8 @@ def test_create_from_an_exported_file_and_from_stdin(
     assert done.stdout.startswith("SUCCESS: Agent configuration created and saved!")
     # a printed command names the store it was printed for (issue 49)
     shown = (
-        f"  - Use acti-store --url {store_url} show lead_copy to review the full configuration\n"
+        f"  - Use acti-store --url {quote(store_url)} show lead_copy to review the full "
+        "configuration\n"
     )
     assert shown in done.stdout
     assert not TOOL_CALL.search(done.stdout)
@@ -94,9 +96,9 @@ def test_create_from_an_exported_file_and_from_stdin(
     done = acti("create", str(file), "--url", store_url)  # exists already: the tool's error
     assert refusal(done) == (
         "error: Agent 'lead_copy' already exists. Options: Choose a different name; "
-        f"Review the existing agent: acti-store --url {store_url} show lead_copy; "
-        f"Update the existing agent: acti-store --url {store_url} update lead_copy ...; "
-        f"Delete the existing agent first: acti-store --url {store_url} delete lead_copy"
+        f"Review the existing agent: acti-store --url {quote(store_url)} show lead_copy; "
+        f"Update the existing agent: acti-store --url {quote(store_url)} update lead_copy ...; "
+        f"Delete the existing agent first: acti-store --url {quote(store_url)} delete lead_copy"
     )  # the delete is its preview, which prints the bound confirmation
 
 
@@ -158,7 +160,7 @@ def test_update_changes_fields_and_tags(store: SqlAgentRepository, store_url: st
     done = acti("update", "lead_qualifier", "--url", store_url)  # nothing to change
     line = refusal(done)
     assert line.endswith(
-        f'Example: acti-store --url {store_url} update lead_qualifier --description "New '
+        f'Example: acti-store --url {quote(store_url)} update lead_qualifier --description "New '
         'description"'
     )
     assert "; --add-tag;" in line and not TOOL_CALL.search(line)
@@ -184,14 +186,17 @@ def test_clone(store: SqlAgentRepository, store_url: str) -> None:
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("SUCCESS: Agent 'lead_qualifier' cloned to 'lead_v2'.")
-    assert f'  - Use acti-store --url {store_url} run lead_v2 "TASK" to test\n' in done.stdout
+    assert (
+        f'  - Use acti-store --url {quote(store_url)} run lead_v2 "TASK" to test\n' in done.stdout
+    )
     clone = store.get("lead_v2")
     assert clone.tags == ["beta", "sales"]
     assert clone.description == "Qualifies inbound leads by assessing BANT criteria (clone)"
 
     done = acti("clone", "lead_qualifier", "lead_v2", "--url", store_url)
     shown = (
-        f"Options: Choose a different name: acti-store --url {store_url} clone SOURCE NEW_NAME; "
+        f"Options: Choose a different name: acti-store --url {quote(store_url)} clone SOURCE "
+        "NEW_NAME; "
     )
     assert shown in refusal(done)
 
@@ -206,7 +211,7 @@ def test_delete_previews_without_yes_and_deletes_with_it(
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("WARNING: This will permanently delete agent")
     assert re.search(
-        f"To confirm deletion, run:\n  acti-store --url {re.escape(store_url)} delete "
+        f"To confirm deletion, run:\n  acti-store --url {re.escape(quote(store_url))} delete "
         "research_assistant --keep-history --confirm [0-9a-f]{8}\n\\Z",
         done.stdout,
     )
