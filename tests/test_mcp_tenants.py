@@ -172,7 +172,9 @@ async def test_each_token_sees_and_touches_only_its_tenant(server: Server, store
     assert completed.completion.values == ["shared_agent"]
     assert prompt.messages
     assert hidden.isError and ACME_MARK not in text_of(hidden)
-    assert "Unknown tool 'delete_agent_config'" in refused.value.error.message
+    assert refused.value.error.message.startswith(
+        "Tool 'delete_agent_config' writes, and this session is read-only (its token is read-only"
+    )
     assert not deleted.isError and not created.isError, text_of(created)
     assert elsewhere == nowhere
     with closing(open_repository(store_url, tenant="acme")) as acme_repo:

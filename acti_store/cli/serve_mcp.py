@@ -7,25 +7,28 @@ says what to install and exits 1.
 ``--tokens FILE`` serves several tenants over one HTTP server: each bearer token of the file
 (``mcp_server.tokens``) reaches a server of its own grant's store, opened for that tenant
 (and read-only when the grant says so). The file is checked as the command line is parsed: a
-file that breaks a rule is a usage error (status 2) saying which.
+file that breaks a rule is a usage error (status 2) saying which. While serving, the file is
+read again on SIGHUP and when it changes (``mcp_server.rotation``): a new grant's store is
+opened as at startup, a store no token has any more is closed.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import gc
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import anyio.to_thread
 
 from ..bootstrap import open_repository
 from ..execution.catalog import ENV_CONFIG
 from ..mcp_server.defaults import DEFAULT_HOST, DEFAULT_PORT, ENV_TOKEN, PATH
-from ..mcp_server.tokens import MIN_TOKEN_LENGTH, Grant, TokenFileError, read_grants
+from ..mcp_server.tokens import MIN_TOKEN_LENGTH, Grant, TokenFile, TokenFileError
 from ..repository import SqlAgentRepository
 from ..tools.builder import BuilderTools
 from ..tools.texts import INSTALL_AGENTS_EXTRA
@@ -39,6 +42,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..mcp_server.resources import Notifier
+    from ..mcp_server.rotation import Rotation
     from ..mcp_server.server import McpServer
 
 TRANSPORTS: Final = ("stdio", "http")
@@ -79,10 +83,11 @@ def serve(args: argparse.Namespace, *, model: Any = None) -> int:
     return 0
 
 
-def _serve_tenants(args: argparse.Namespace, grants: Mapping[str, Grant], model: Any) -> int:
-    """Serve every tenant of the token file over HTTP: a store and a server per grant."""
-    from ..mcp_server.http import serve_app, tokens_app
-    from ..mcp_server.resources import Notifier
+def _serve_tenants(args: argparse.Namespace, token_file: TokenFile, model: Any) -> int:
+    """Serve every tenant of the token file over HTTP: a store and a server per grant, the file
+    read again on SIGHUP and when it changes."""
+    from ..mcp_server.http import serve_app
+    from ..mcp_server.rotation import TokensApp, watch_tokens
 
     if args.transport == "stdio":
         raise CommandFailed(TOKENS_OVER_STDIO)
@@ -90,34 +95,97 @@ def _serve_tenants(args: argparse.Namespace, grants: Mapping[str, Grant], model:
         raise CommandFailed(TOKENS_AND_TOKEN)
     if getattr(args, "tenant", None) is not None:
         raise CommandFailed(TOKENS_AND_TENANT)
-    granted = {
-        token: Grant(grant.tenant, grant.read_only or args.read_only)
-        for token, grant in grants.items()
-    }
-    notifiers: dict[str, Notifier] = {}  # a tenant's servers tell each other's sessions
-    servers: dict[Grant, McpServer] = {}
-    with contextlib.ExitStack() as stack:
+    stores = _GrantStores(args, model)
+    try:
+        app = TokensApp(stores.servers(token_file.grants), host=args.host)
+
+        async def rotate(grants: Mapping[str, Grant]) -> Rotation:
+            servers = await anyio.to_thread.run_sync(stores.servers, grants)
+            rotation = await app.replace(servers)  # the removed tokens' sessions ended first
+            await anyio.to_thread.run_sync(stores.keep_only, servers)
+            return rotation
+
+        async def main() -> None:
+            async with anyio.create_task_group() as group:
+                count = len(token_file.grants)
+                await group.start(watch_tokens, token_file.path, count, rotate)
+                await serve_app(app, host=args.host, port=args.port)
+                group.cancel_scope.cancel()
+
+        _run(main)
+    finally:
+        stores.close()
+    return 0
+
+
+class _GrantStores:
+    """The store and the MCP server of every grant ``serve-mcp --tokens`` serves: opened when
+    a grant first appears (at startup, or in a file read again), closed once no token has it.
+    A tenant's servers (reading only or not) share one notifier: they tell each other's
+    sessions of their writes."""
+
+    def __init__(self, args: argparse.Namespace, model: Any) -> None:
+        self._args = args
+        self._model = model
+        self._notifiers: dict[str, Notifier] = {}
+        self._servers: dict[Grant, McpServer] = {}
+        self._repos: dict[Grant, SqlAgentRepository] = {}
+
+    def servers(self, grants: Mapping[str, Grant]) -> dict[str, McpServer]:
+        """Each token's server (every grant read-only with ``--read-only``), the stores of the
+        grants not served yet opened; when one cannot be, those this call opened are closed
+        and the error raised (``AgentStoreError``)."""
+        granted = {
+            token: replace(grant, read_only=grant.read_only or self._args.read_only)
+            for token, grant in grants.items()
+        }
         # The writing grants first: the first opening brings the store's schema up to date,
         # which a read-only opening needs.
-        for grant in sorted(set(granted.values()), key=lambda g: (g.read_only, g.tenant)):
-            repo = open_repository(
-                args.url,
-                schema=args.schema,
-                tenant=grant.tenant,
-                read_only=grant.read_only,
-                pooler=args.pooler,
-                listen_url=args.listen_url,
-            )
-            stack.callback(repo.close)
-            notifier = notifiers.setdefault(grant.tenant, Notifier())
-            servers[grant] = _server(
-                repo, args, model, read_only=grant.read_only, notifier=notifier
-            )
-        app = tokens_app(
-            {token: servers[grant] for token, grant in granted.items()}, host=args.host
+        new = sorted(
+            set(granted.values()) - self._servers.keys(), key=lambda g: (g.read_only, g.tenant)
         )
-        _run(functools.partial(serve_app, app, host=args.host, port=args.port))
-    return 0
+        opened: list[Grant] = []
+        try:
+            for grant in new:
+                self._open(grant)
+                opened.append(grant)
+        except BaseException:
+            for grant in opened:
+                self._close(grant)
+            raise
+        return {token: self._servers[grant] for token, grant in granted.items()}
+
+    def keep_only(self, servers: Mapping[str, McpServer]) -> None:
+        """Close the stores of the grants whose server is not among ``servers`` any more."""
+        used = {id(server) for server in servers.values()}
+        for grant in [g for g, server in self._servers.items() if id(server) not in used]:
+            self._close(grant)
+
+    def close(self) -> None:
+        for grant in list(self._servers):
+            self._close(grant)
+
+    def _open(self, grant: Grant) -> None:
+        from ..mcp_server.resources import Notifier
+
+        args = self._args
+        repo = open_repository(
+            args.url,
+            schema=args.schema,
+            tenant=grant.tenant,
+            read_only=grant.read_only,
+            pooler=args.pooler,
+            listen_url=args.listen_url,
+        )
+        notifier = self._notifiers.setdefault(grant.tenant, Notifier())
+        self._repos[grant] = repo
+        self._servers[grant] = _server(
+            repo, args, self._model, read_only=grant.read_only, notifier=notifier
+        )
+
+    def _close(self, grant: Grant) -> None:
+        del self._servers[grant]
+        self._repos.pop(grant).close()
 
 
 def _server(
@@ -147,11 +215,11 @@ def _run(main: Callable[[], Awaitable[None]]) -> None:
     anyio.run(main)
 
 
-def _tokens(path: str) -> dict[str, Grant]:
-    """``--tokens``' value: the file's tokens and grants; a file that breaks a rule is a usage
-    error saying which (``tokens``)."""
+def _tokens(path: str) -> TokenFile:
+    """``--tokens``' value: the file and its tokens' grants; a file that breaks a rule is a
+    usage error saying which (``tokens``)."""
     try:
-        return read_grants(path)
+        return TokenFile.read(path)
     except TokenFileError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -211,7 +279,9 @@ def register(subparsers: Any) -> None:
         'bearer token to its grant, {"<token>": {"tenant": "acme", "read_only": false}}; a '
         "client sees and touches only its token's tenant, reading only with read_only true "
         f"(or --read-only). Tokens have at least {MIN_TOKEN_LENGTH} characters; FILE must be "
-        f"readable by its owner only (chmod 600). Not with {ENV_TOKEN} or --tenant",
+        "readable by its owner only (chmod 600). FILE is read again on SIGHUP and when it "
+        "changes: a removed token's sessions end, the others' go on; a broken FILE is refused "
+        f"and the tokens in use kept. Not with {ENV_TOKEN} or --tenant",
     )
     parser.add_argument(
         "--mcp-config",

@@ -6,9 +6,10 @@ On a loopback address the SDK's DNS-rebinding protection only lets in requests w
 ``Authorization: Bearer <token>`` gets 401 before it reaches the MCP session, so it touches
 nothing. The token is compared in constant time and never written to a log or a text.
 
-``serve-mcp --tokens FILE`` serves several tenants at once (``tokens_app``): a server per
-grant (tenant, read-only or not), each with its own session manager, and a request goes to the
-server of its token (``BearerTokens``), so a tenant's sessions are unknown to another.
+``serve-mcp --tokens FILE`` serves several tenants at once (``rotation.TokensApp``): a server
+per grant (tenant, read-only or not) and a session manager per token, and a request goes to the
+session manager of its token (``BearerTokens``, ``TokenRoutes``), so a session is unknown to any
+other token, another tenant's above all.
 
 The OAuth discovery paths (``/.well-known/oauth-*``) answer 404 with or without a token: there is no
 OAuth here, and a 401 there would start an OAuth-aware client's authorization flow.
@@ -31,10 +32,12 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -131,7 +134,7 @@ def _security(host: str) -> TransportSecuritySettings:
     )
 
 
-#: Where ``BearerTokens`` puts the index of the server a request's token chose, in its scope.
+#: Where ``BearerTokens`` puts the session manager a request's token chose, in its scope.
 ROUTE: Final = "acti_store.route"
 
 
@@ -148,30 +151,46 @@ def _bearer_token(header: bytes) -> bytes | None:
     return token if scheme.lower() == b"bearer" and token else None
 
 
-class BearerTokens:
-    """ASGI middleware: a request without ``Authorization: Bearer <token>``, one of the tokens,
-    gets 401; one with a token goes on with the index of that token's server (``ROUTE``).
+class TokenRoutes:
+    """The tokens let in, each with the session manager of its sessions; replaced whole when the
+    token file is read again (``replace``: a request sees the old set or the new one, never a
+    mix). Only the tokens' digests are kept.
 
-    The scheme's name is case-insensitive (``bearer``, ``BEARER``: RFC 9110 section 11.1). The
-    presented token is compared with every token, each in constant time and without stopping at
-    a match, so the time taken says nothing of which token, if any, matched. Only the tokens'
-    digests are kept.
+    The presented token is compared with every token, each in constant time and without
+    stopping at a match, so the time taken says nothing of which token, if any, matched.
     """
 
-    def __init__(self, app: ASGIApp, routes: Mapping[str, int]) -> None:
-        self._app = app
-        self._routes = [(_digest(token.encode()), route) for token, route in routes.items()]
+    def __init__(self, routes: Mapping[str, StreamableHTTPSessionManager]) -> None:
+        self._routes: list[tuple[bytes, StreamableHTTPSessionManager]] = []
+        self.replace(routes)
 
-    def _route(self, scope: Scope) -> int | None:
-        token = _bearer_token(dict(scope.get("headers", ())).get(b"authorization", b""))
-        if token is None:
-            return None
+    def replace(self, routes: Mapping[str, StreamableHTTPSessionManager]) -> None:
+        self._routes = [(_digest(token.encode()), manager) for token, manager in routes.items()]
+
+    def find(self, token: bytes) -> StreamableHTTPSessionManager | None:
+        """The session manager of ``token``, or None when it is not one of the tokens."""
         given = _digest(token)
         chosen = None
-        for expected, route in self._routes:
+        for expected, manager in self._routes:
             if hmac.compare_digest(given, expected):
-                chosen = route
+                chosen = manager
         return chosen
+
+
+class BearerTokens:
+    """ASGI middleware: a request without ``Authorization: Bearer <token>``, one of the tokens,
+    gets 401; one with a token goes on with that token's session manager (``ROUTE``).
+
+    The scheme's name is case-insensitive (``bearer``, ``BEARER``: RFC 9110 section 11.1).
+    """
+
+    def __init__(self, app: ASGIApp, routes: TokenRoutes) -> None:
+        self._app = app
+        self._routes = routes
+
+    def _route(self, scope: Scope) -> StreamableHTTPSessionManager | None:
+        token = _bearer_token(dict(scope.get("headers", ())).get(b"authorization", b""))
+        return None if token is None else self._routes.find(token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -265,55 +284,113 @@ def quiet_sdk_log() -> None:
         logger.addFilter(_CLIENT_GONE)
 
 
-class _Sessions:
-    """The SDK's session managers as the ASGI endpoint of ``PATH``: the one of the server the
-    request's token chose (``ROUTE``; the first without tokens). A session lives in one
-    manager: its id means nothing to another server."""
+def session_manager(server: McpServer, host: str) -> StreamableHTTPSessionManager:
+    """The SDK's session manager of ``server`` on ``host``, its sessions resumable
+    (``RecentEvents``)."""
+    return StreamableHTTPSessionManager(
+        app=server,
+        security_settings=_security(host),
+        event_store=RecentEvents(),
+        retry_interval=RETRY_MS,
+    )
 
-    def __init__(self, managers: Sequence[StreamableHTTPSessionManager]) -> None:
-        self.managers = managers
+
+@dataclass
+class _Running:
+    """One session manager's run: set ``stop`` to end it; ``done`` is set once it ended."""
+
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    started: bool = False
+
+
+class SessionManagers:
+    """The session managers an app runs, each in a task of its own: one can be started or
+    stopped (every session of it ended) while the others serve on. A manager added before the
+    app runs starts with it (``running``: the app's lifespan)."""
+
+    def __init__(self, managers: tuple[StreamableHTTPSessionManager, ...] = ()) -> None:
+        self._runs: dict[StreamableHTTPSessionManager, _Running] = {m: _Running() for m in managers}
+        self._group: anyio.abc.TaskGroup | None = None
+
+    async def start(self, manager: StreamableHTTPSessionManager) -> None:
+        """Run ``manager`` (now, when the app runs; else with the app)."""
+        run = self._runs[manager] = _Running()
+        if self._group is not None:
+            await self._group.start(self._run, manager, run)
+
+    async def stop(self, manager: StreamableHTTPSessionManager) -> None:
+        """End ``manager``'s run, and with it every session it serves (their open streams
+        closed, their servers' lifespans left)."""
+        run = self._runs.pop(manager)
+        run.stop.set()
+        if run.started:
+            await run.done.wait()
+
+    async def _run(
+        self,
+        manager: StreamableHTTPSessionManager,
+        run: _Running,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        run.started = True
+        try:
+            async with manager.run():
+                task_status.started()
+                await run.stop.wait()
+        finally:
+            run.done.set()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Every manager run until the app stops."""
+        async with anyio.create_task_group() as group:
+            for manager, run in list(self._runs.items()):
+                await group.start(self._run, manager, run)
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+
+class _Sessions:
+    """The ASGI endpoint of ``PATH``: the session manager the request's token chose (``ROUTE``;
+    ``default`` without tokens). A session lives in one manager: its id means nothing to
+    another."""
+
+    def __init__(self, default: StreamableHTTPSessionManager | None = None) -> None:
+        self._default = default
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.managers[scope.get(ROUTE, 0)].handle_request(scope, receive, send)
+        manager = scope.get(ROUTE, self._default)
+        assert manager is not None, "a request without a token's session manager"
+        await manager.handle_request(scope, receive, send)
 
 
-def _app(servers: Sequence[McpServer], host: str) -> ASGIApp:
-    """The MCP endpoint at ``PATH`` with a session manager per server, none behind a token."""
-    managers = [
-        StreamableHTTPSessionManager(
-            app=server,
-            security_settings=_security(host),
-            event_store=RecentEvents(),
-            retry_interval=RETRY_MS,
-        )
-        for server in servers
-    ]
+def mcp_app(
+    managers: SessionManagers, default: StreamableHTTPSessionManager | None = None
+) -> ASGIApp:
+    """The MCP endpoint at ``PATH``, its session managers run for as long as the app runs;
+    without ``default``, every request must come with its manager (``BearerTokens``)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            for manager in managers:
-                await stack.enter_async_context(manager.run())
+        async with managers.running():
             yield
 
     quiet_sdk_log()
-    starlette = Starlette(routes=[Route(PATH, endpoint=_Sessions(managers))], lifespan=lifespan)
+    starlette = Starlette(routes=[Route(PATH, endpoint=_Sessions(default))], lifespan=lifespan)
     return ParsableBody(starlette)
 
 
 def http_app(server: McpServer, *, host: str, token: str | None) -> ASGIApp:
     """The ASGI app: the MCP endpoint at ``PATH``, behind the token when there is one."""
-    if token is None:
-        return _app([server], host)
-    return tokens_app({token: server}, host=host)
-
-
-def tokens_app(servers: Mapping[str, McpServer], *, host: str) -> ASGIApp:
-    """The ASGI app of ``serve-mcp --tokens``: each request goes to the server of its bearer
-    token (tokens may share one), a request without one of the tokens gets 401."""
-    distinct = list({id(server): server for server in servers.values()}.values())
-    routes = {token: distinct.index(server) for token, server in servers.items()}
-    return BearerTokens(_app(distinct, host), routes)
+    manager = session_manager(server, host)
+    app = mcp_app(SessionManagers((manager,)), manager if token is None else None)
+    return app if token is None else BearerTokens(app, TokenRoutes({token: manager}))
 
 
 async def serve_http(server: McpServer, *, host: str, port: int, token: str | None) -> None:
@@ -324,7 +401,7 @@ async def serve_http(server: McpServer, *, host: str, port: int, token: str | No
 
 
 async def serve_app(app: ASGIApp, *, host: str, port: int) -> None:
-    """Serve ``app`` (``http_app``, ``tokens_app``) at ``http://host:port/mcp`` until
+    """Serve ``app`` (``http_app``, ``rotation.TokensApp``) at ``http://host:port/mcp`` until
     interrupted (Ctrl-C, SIGTERM).
 
     The port is bound before anything is said: ``ListenError`` when it cannot be (in use...),

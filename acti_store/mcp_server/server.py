@@ -83,6 +83,8 @@ def build_server(
     options = options or McpServerOptions()
     declarations = builder_declarations(builder, versions=options.versions)
     tools = served_tools(declarations, read_only=options.read_only)
+    # The tools that write, not served read-only: a call says so, not "unknown tool".
+    withheld = {spec.name for specs, _ in declarations for spec in specs} - tools.keys()
     if "execute_created_agent" in tools:
         load_agent_stack()  # seconds of imports holding the GIL: now, not on a client's first run
     resources = Resources(builder)
@@ -123,7 +125,8 @@ def build_server(
         name, arguments = request.params.name, request.params.arguments or {}
         tool = tools.get(name)
         if tool is None:
-            message = texts.UNKNOWN_TOOL.format(name=name, names=", ".join(tools))
+            text = texts.READ_ONLY_TOOL if name in withheld else texts.UNKNOWN_TOOL
+            message = text.format(name=name, names=", ".join(tools))
             raise McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
         request_id = server.request_context.request_id
         result = await approval.refusal(client, request_id, tool, arguments)

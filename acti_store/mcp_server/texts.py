@@ -43,6 +43,11 @@ UNKNOWN_RESOURCE: Final = (
     "acti://agents/{{name}}/history."
 )
 UNKNOWN_TOOL: Final = "Unknown tool {name!r}. The tools are: {names}."
+#: A writing tool called in a session that only reads (a read-only token, or ``--read-only``).
+READ_ONLY_TOOL: Final = (
+    "Tool {name!r} writes, and this session is read-only (its token is read-only, or the server "
+    "was started with --read-only): nothing was changed. The tools are: {names}."
+)
 
 #: The prompt.
 BUILD_AGENT: Final = "build_agent"
@@ -71,3 +76,9 @@ UNAUTHORIZED: Final = (
     "This MCP server needs the header 'Authorization: Bearer <token>' with its token."
 )
 SERVING: Final = "acti-store: serving MCP at {url} (Ctrl-C stops)"
+#: ``serve-mcp --tokens``: the one line of a reload of the token file (``rotation``).
+RELOADED: Final = (
+    "acti-store: reloaded {path} ({why}): {tokens} tokens, {added} added, {removed} removed "
+    "(their sessions ended), {kept} kept"
+)
+RELOAD_REFUSED: Final = "acti-store: kept the {tokens} tokens in use ({why}): {reason}"

@@ -89,6 +89,20 @@ class Grant:
     read_only: bool
 
 
+@dataclass(frozen=True)
+class TokenFile:
+    """A token file as read at startup: where it is (read again on SIGHUP and when it changes:
+    ``rotation``), and its tokens with their grants."""
+
+    path: Path
+    grants: Mapping[str, Grant]
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> TokenFile:
+        """The file at ``path`` (``read_grants``: ``TokenFileError`` saying what is wrong)."""
+        return cls(Path(path), read_grants(path))
+
+
 class _Object(list[tuple[str, Any]]):
     """A JSON object as its pairs, in order, repeated keys kept (``json``'s dict drops them)."""
 
