@@ -33,13 +33,29 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "tenants.md"
 SCHEMA = "acti"
 
 
-def roles_sql() -> str:
-    """The page's block of SQL that makes the two roles."""
+def page_sql(marker: str) -> str:
+    """The page's block of SQL that holds ``marker``: ``CREATE ROLE`` makes the two roles,
+    ``REVOKE`` takes back what the app role does not need, after the first migration."""
     text = PAGE.read_text(encoding="utf-8")
     blocks: list[str] = re.findall(r"^```text\n(.*?)^```$", text, re.M | re.S)
-    found = [block for block in blocks if "CREATE ROLE" in block]
-    assert len(found) == 1, "docs/tenants.md: one ```text block creates the roles"
+    found = [block for block in blocks if marker in block]
+    assert len(found) == 1, f"docs/tenants.md: one ```text block holds {marker}"
     return found[0]
+
+
+def unique(sql: str, owner: str, app: str) -> str:
+    """``sql`` with the page's role names replaced by ``owner`` and ``app``."""
+    return re.sub(r"\bacti_owner\b", owner, re.sub(r"\bacti_app\b", app, sql))
+
+
+def run_as_superuser(url: str, sql: str) -> None:
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            for statement in statements(sql):
+                conn.execute(sa.text(statement))
+    finally:
+        engine.dispose()
 
 
 def statements(sql: str) -> list[str]:
@@ -55,18 +71,12 @@ def roles() -> Iterator[tuple[str, str, str]]:
     """A fresh database with the page's roles in it: (database URL, owner role, app role)."""
     suffix = uuid.uuid4().hex[:10]
     owner, app = f"acti_owner_{suffix}", f"acti_app_{suffix}"
-    sql = re.sub(r"\bacti_owner\b", owner, re.sub(r"\bacti_app\b", app, roles_sql()))
+    sql = unique(page_sql("CREATE ROLE"), owner, app)
     assert POSTGRES_URL is not None
     admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     try:
         with fresh_postgres_database() as url:
-            engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-            try:
-                with engine.connect() as conn:
-                    for statement in statements(sql):
-                        conn.execute(sa.text(statement))
-            finally:
-                engine.dispose()
+            run_as_superuser(url, sql)
             yield url, owner, app
     finally:
         with admin.connect() as conn:  # the database (its grants with it) is gone: the roles go
@@ -98,6 +108,9 @@ def test_owner_migrates_and_app_role_is_held_to_its_tenant(roles: tuple[str, str
     )
     assert done.returncode == 0, done.stderr
     assert "now at 0013_imported_moves" in done.stdout
+
+    # What the app role does not need on the store's own records, taken back as the page says.
+    run_as_superuser(url, unique(page_sql("REVOKE"), owner, app))
 
     attributes = rows(
         url, f"SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = '{app}'"
@@ -131,6 +144,16 @@ def test_owner_migrates_and_app_role_is_held_to_its_tenant(roles: tuple[str, str
         )
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
         rows(app_url, f"CREATE TABLE {SCHEMA}.not_yours (id integer)")
+    # The store's revision and its tenant registry: read (and registered into), never rewritten.
+    for rewrite in (
+        f"UPDATE {SCHEMA}.acti_store_alembic_version SET version_num = version_num",
+        f"DELETE FROM {SCHEMA}.acti_store_alembic_version",
+        f"INSERT INTO {SCHEMA}.acti_store_alembic_version VALUES ('0001_fake')",
+        f"UPDATE {SCHEMA}.agent_tenants SET name = name",
+        f"DELETE FROM {SCHEMA}.agent_tenants",
+    ):
+        with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+            rows(app_url, rewrite, "acme")
 
     # A table a later migration creates (as the owner) is granted to the app role by default.
     engine = sa.create_engine(owner_url)
