@@ -57,6 +57,7 @@ from acti_store.repository.cursor import decode_cursor, encode_cursor, sort_key
 from acti_store.repository.updating import clone_config
 from acti_store.validation import (
     flag,
+    forced_note,
     integer,
     optional_integer,
     optional_message,
@@ -338,8 +339,15 @@ class InMemoryRepository(AgentRepository):
         return iter(self._export())
 
     def bulk_put(
-        self, items: Sequence[ImportItem], on_conflict: ConflictPolicy = "skip"
+        self,
+        items: Sequence[ImportItem],
+        on_conflict: ConflictPolicy = "skip",
+        *,
+        force: bool = False,
+        note: str | None = None,
     ) -> BulkPutResult:
+        # No gates here (protect_label is optional): force and note have nothing to let through.
+        forced_note(note, flag(force, "force"))
         policy = checked_policy(on_conflict)
         result = BulkPutResult()
         with self._lock:
@@ -372,7 +380,9 @@ class InMemoryRepository(AgentRepository):
                 entry.versions = {
                     v.version: (v.config, v.created_at, v.message) for v in log.versions
                 }
-                entry.labels, entry.moves = dict(log.labels), list(log.label_history)
+                entry.labels = dict(log.labels)
+                # An imported label log is history a file brought, marked so.
+                entry.moves = [m.model_copy(update={"imported": True}) for m in log.label_history]
             self._agents[item.name] = entry
         if item.history is not None:
             entry = self._entry(item.name)

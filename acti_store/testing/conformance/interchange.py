@@ -8,6 +8,7 @@ from pathlib import Path
 from ...errors import AgentExistsError, InvalidInputError
 from ...interchange import export_json, import_json
 from ...repository import AgentRepository, ImportItem
+from ...versioning import VersionLog
 from .base import ConformanceBase, make_config, refused, run, snapshot
 from .versions import three_versions
 
@@ -72,8 +73,18 @@ class InterchangeRules(ConformanceBase):
             for name in repo.list_names():
                 mine, theirs = repo.get_history(name, 50), other.get_history(name, 50)
                 assert theirs == mine, f"EXPORT: {name}'s history makes the round trip"
-                assert other.version_log(name) == repo.version_log(name), (
+                theirs_log = other.version_log(name)
+                assert all(move.imported for move in theirs_log.label_history), (
+                    f"IMPORT: {name}'s label log is marked imported (history a file brought)"
+                )
+                assert _as_made_here(theirs_log) == repo.version_log(name), (
                     f"EXPORT: {name}'s versions, labels and label log make the round trip"
                 )
         finally:
             other.close()
+
+
+def _as_made_here(log: VersionLog) -> VersionLog:
+    """``log`` with its label moves unmarked as imported: what the exporting store holds."""
+    moves = [move.model_copy(update={"imported": False}) for move in log.label_history]
+    return log.model_copy(update={"label_history": moves})
