@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from conftest import MYSQL_URL, POSTGRES_URL, SKIP_MYSQL, SKIP_POSTGRES
 from fresh_database import fresh_postgres_database
 from pg_cluster import Cluster, PgBouncer, clusters_missing, pgbouncer_missing
-from test_tenant_roles import roles_sql, statements, with_user
+from test_tenant_roles import page_sql, statements, unique, with_user
 
 #: The revision before head that a store is moved back to (``acti-store migrate --to``).
 OLDER_REVISION = "0011_label_routing"
@@ -210,7 +210,7 @@ def app_role_store() -> Iterator[tuple[str, str]]:
     ``acti``: (the owner's URL, the app role's URL), both with passwords."""
     suffix = uuid.uuid4().hex[:10]
     owner, app = f"acti_owner_{suffix}", f"acti_app_{suffix}"
-    sql = roles_sql().replace("acti_owner", owner).replace("acti_app", app)
+    sql = unique(page_sql("CREATE ROLE"), owner, app)
     assert POSTGRES_URL is not None
     admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     try:

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
 from fresh_database import fresh_postgres_database
 from pg_cluster import PgBouncer, pgbouncer_missing
-from test_tenant_roles import roles_sql, statements, with_user
+from test_tenant_roles import page_sql, statements, unique, with_user
 from workers import pooled
 from workers.harness import run_children
 
@@ -56,7 +56,7 @@ class Store:
 def store() -> Iterator[Store]:
     suffix = uuid.uuid4().hex[:10]
     owner, app = f"acti_owner_{suffix}", f"acti_app_{suffix}"
-    sql = roles_sql().replace("acti_owner", owner).replace("acti_app", app)
+    sql = unique(page_sql("CREATE ROLE"), owner, app)
     assert POSTGRES_URL is not None
     admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     port = sa.make_url(POSTGRES_URL).port or 5432
@@ -132,6 +132,29 @@ def test_a_store_behind_the_pooler_without_the_option_is_told_to_set_it(store: S
     with open_repository(url, tenant="acme", pooler="transaction") as repo:
         repo.create(make_config("from_options"))
         assert repo.get("from_options").name == "from_options"
+
+
+def test_prepared_statements_a_pooler_loses_are_told_to_set_the_option(store: Store) -> None:
+    """Two clients through one server connection, as the app role, without the option: psycopg
+    prepares a statement run 5 times (``_pg3_0``, on the server connection), and the second
+    client's ``_pg3_0`` meets the first's there. The error names the option."""
+    assert POSTGRES_URL is not None
+    port = sa.make_url(POSTGRES_URL).port or 5432
+    app = sa.make_url(store.app).username or ""
+    database = sa.make_url(store.direct).database or ""
+    with PgBouncer(port, users=("postgres", app), pool_size=1, settings=_NO_OPTIONS) as one:
+        url = with_user(one.url(database), app)
+        with (
+            open_repository(url, schema=SCHEMA, tenant="acme", migrate=False) as first,
+            open_repository(url, schema=SCHEMA, tenant="acme", migrate=False) as second,
+        ):
+            first.create(make_config("prepared_twice"))
+            with pytest.raises(StoreUnavailableError, match='pooler="transaction"') as refused:
+                for _ in range(10):
+                    first.get("prepared_twice")
+                    second.get("prepared_twice")
+    assert not refused.value.transient
+    assert "ACTI_STORE_POOLER=transaction" in str(refused.value)
 
 
 def test_the_feed_listens_on_a_direct_url_or_polls_with_one_warning(
