@@ -7,8 +7,10 @@ files are written (``indent=2``, UTF-8 text, a final newline). Used by export, t
 
 The reading side turns a file's text back into domain models: ``loads`` (syntax errors with line
 and column), ``agent_from_document`` (v1 documents upgraded by the contract's
-``_migrate_v1_metadata`` rules) and ``history_from_document``, validated by the same models as the
-repository. Every problem is a ``DocumentError`` whose message says what is wrong and where.
+``_migrate_v1_metadata`` rules; a configuration written by hand, without ``_metadata``, given a new
+agent's metadata when the caller says it may) and ``history_from_document``, validated by the same
+models as the repository. Every problem is a ``DocumentError`` whose message says what is wrong
+and where.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .models import (
     WHEN_SET_FIELDS,
     Agent,
     AgentConfig,
+    AgentMetadata,
     ExecutionHistory,
     ExecutionRecord,
     is_valid_name,
@@ -197,6 +200,12 @@ def migrate_v1_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return migrated
 
 
+def is_config_document(document: object) -> bool:
+    """True for a configuration written by hand: an object without a ``_metadata`` key (a key
+    there, even null, makes it an agent document, whose block is then checked)."""
+    return isinstance(document, dict) and "_metadata" not in document and "metadata" not in document
+
+
 def is_v1_document(document: Mapping[str, Any]) -> bool:
     """True when an agent document needs the v1 -> v2 upgrade (string version, missing fields)."""
     metadata = document.get("_metadata")
@@ -219,18 +228,25 @@ def describe_validation_error(error: ValidationError) -> str:
     return reason
 
 
-def agent_from_document(document: object) -> Agent:
+def agent_from_document(document: object, *, new_at: datetime | None = None) -> Agent:
     """Validate an agent document (v1 upgraded to v2) with the repository's own models.
 
-    Raises ``DocumentError`` naming every field at fault (as far as the first few).
+    ``new_at``: the store's time, given where a configuration written by hand (no ``_metadata``,
+    ``is_config_document``) may stand for a new agent: it gets the metadata a create gives
+    (version 1, created and updated ``new_at``, no runs). Without it such a document is
+    refused (``_metadata: Field required``). Raises ``DocumentError`` naming every field at
+    fault (as far as the first few).
     """
     fields = dict(_require_object(document, "an agent document"))
     if "metadata" in fields:  # the model's field name; in a file only ``_metadata`` is valid
         raise DocumentError("metadata: unknown key (the metadata block is '_metadata')")
-    metadata = fields.pop("_metadata", None)
-    if metadata is None:
-        raise DocumentError("_metadata: Field required")
-    fields["metadata"] = migrate_v1_metadata(_require_object(metadata, "'_metadata'"))
+    if new_at is not None and is_config_document(fields):
+        fields["metadata"] = AgentMetadata(created_at=new_at, updated_at=new_at)
+    else:
+        metadata = fields.pop("_metadata", None)
+        if metadata is None:
+            raise DocumentError("_metadata: Field required")
+        fields["metadata"] = migrate_v1_metadata(_require_object(metadata, "'_metadata'"))
     try:
         agent = Agent.model_validate(fields)
     except ValidationError as exc:

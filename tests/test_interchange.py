@@ -504,7 +504,13 @@ def test_files_are_read_with_their_agent_whatever_order_the_folder_lists_them(
     ]  # fmt: skip
     counted = import_json(repo, folder, all_or_nothing=False, names=False, dry_run=True)
     assert counted.imported == [] and counted.upgraded == []
-    assert counted.counts == {"imported": 3, "replaced": 0, "skipped": 0, "upgraded": 0}
+    assert counted.counts == {
+        "imported": 3,
+        "replaced": 0,
+        "skipped": 0,
+        "upgraded": 0,
+        "configs": 0,
+    }
     assert counted.files == 6 and counted.invalid.keys() == {"broken.json", "broken_history.json"}
     report = import_json(repo, folder, all_or_nothing=False)
     assert report.imported == ["lead", "lead_history", "solo"]
@@ -512,7 +518,7 @@ def test_files_are_read_with_their_agent_whatever_order_the_folder_lists_them(
     assert repo.get_history("lead_history").total_executions == 1
     assert repo.get_history("lead").executions == []
     again = import_json(repo, folder, all_or_nothing=False, names=False)
-    assert again.counts == {"imported": 0, "replaced": 0, "skipped": 3, "upgraded": 0}
+    assert again.counts == {"imported": 0, "replaced": 0, "skipped": 3, "upgraded": 0, "configs": 0}
     assert again.skipped == []
 
 

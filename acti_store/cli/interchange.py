@@ -181,6 +181,11 @@ def _print_import(report: ImportReport) -> None:
         print("Warning: an export into this folder did not finish; it may lack some agents.")
     if counts["upgraded"]:
         print(f"Upgraded from v1: {counts['upgraded']} agent(s).")
+    if counts["configs"]:
+        print(
+            f"Written by hand (no _metadata): {counts['configs']} agent(s), "
+            "given the store's metadata (version 1) where imported."
+        )
     if report.invalid:
         print(f"Invalid files ({len(report.invalid)}):")
         for file, reason in report.invalid.items():

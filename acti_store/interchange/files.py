@@ -7,6 +7,7 @@ format (``documents`` renders and parses them). Shared by export, import, rewrit
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Final
 
@@ -56,11 +57,14 @@ def parse_history(file: str, document: object) -> ExecutionHistory:
     return history
 
 
-def parse(file: str, document: object) -> Agent | ExecutionHistory:
-    """Validate an agent or history document and check it against its file name."""
+def parse(
+    file: str, document: object, *, new_at: datetime | None = None
+) -> Agent | ExecutionHistory:
+    """Validate an agent or history document and check it against its file name; ``new_at``:
+    a configuration written by hand is a new agent made then (``agent_from_document``)."""
     if is_history_document(document):
         return parse_history(file, document)
-    agent = agent_from_document(document)
+    agent = agent_from_document(document, new_at=new_at)
     if agent_file_name(agent.name) != file:
         raise DocumentError(
             f"the file name does not match the agent name {agent.name!r} "

@@ -1,6 +1,7 @@
 """Import: a folder streamed into the store in one transaction (``bulk_put_stream``).
 
-v1 documents are upgraded, every document is validated by the repository's models, each bad file
+v1 documents are upgraded, configurations written by hand (no ``_metadata``) become new agents
+with the store's metadata, every document is validated by the repository's models, each bad file
 is reported with the reason; all or nothing unless told otherwise; a dry run writes nothing.
 """
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from ..documents import DocumentError, is_v1_document, loads
+from ..documents import DocumentError, is_config_document, is_v1_document, loads
 from ..errors import AgentExistsError, IncompleteExportError
 from ..models import Agent, ExecutionHistory, is_valid_name
 from ..repository import (
@@ -42,13 +44,13 @@ from .versions_file import (
     versions_file_name,
 )
 
-_COUNTED: Final = ("imported", "replaced", "skipped", "upgraded")
+_COUNTED: Final = ("imported", "replaced", "skipped", "upgraded", "configs")
 
 
 @dataclass
 class ImportReport:
     """What ``import_json`` did (or, for a dry run, would do). Names are agent names, sorted;
-    with ``names=False`` the four name lists stay empty and ``counts`` alone says how many."""
+    with ``names=False`` the five name lists stay empty and ``counts`` alone says how many."""
 
     directory: Path
     imported: list[str] = field(default_factory=list)
@@ -58,13 +60,18 @@ class ImportReport:
     invalid: dict[str, str] = field(default_factory=dict)
     #: Agents whose document was v1 and was upgraded to v2.
     upgraded: list[str] = field(default_factory=list)
+    #: Agents whose file was a configuration written by hand (no ``_metadata``): new agents at
+    #: version 1 with the store's metadata (when imported; one already in the store follows
+    #: ``on_conflict``).
+    configs: list[str] = field(default_factory=list)
     files: int = 0
     dry_run: bool = False
     #: Invalid files stopped an all-or-nothing import: nothing was written.
     aborted: bool = False
     #: The folder is an export that did not finish, imported because ``allow_incomplete``.
     incomplete_export: bool = False
-    #: How many agents were imported, replaced, skipped and upgraded (names kept or not).
+    #: How many agents were imported, replaced, skipped, upgraded and written by hand (names
+    #: kept or not).
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTED, 0))
 
     @property
@@ -105,6 +112,7 @@ class _Reader:
         folder: Folder,
         files: int,
         in_store: frozenset[str],
+        now: datetime,
         *,
         all_or_nothing: bool,
         keep_names: bool,
@@ -113,16 +121,20 @@ class _Reader:
         self.folder = folder
         self.files = files
         self.in_store = in_store
+        self.now = now
         self.all_or_nothing = all_or_nothing
         self.keep_names = keep_names
         self.progress = progress
         self.invalid: dict[str, str] = {}
         self.upgraded: list[str] = []
         self.upgrades = 0
+        self.configs: list[str] = []
+        self.by_hand = 0
         self.done = 0
 
     def items(self) -> Iterator[ImportItem]:
         self.invalid, self.upgraded, self.upgrades, self.done = {}, [], 0, 0
+        self.configs, self.by_hand = [], 0
         for file in self.folder.json_entries():
             owner = _owner_file(file)
             if owner is None or not self.folder.has_json(owner):
@@ -174,7 +186,7 @@ class _Reader:
             if is_versions_document(document):  # not read with its agent's file
                 self.invalid[file] = self._lone_versions(file)
                 return None
-            parsed = parse(file, document)
+            parsed = parse(file, document, new_at=self.now)
         except DocumentError as exc:
             self.invalid[file] = str(exc)
             return None
@@ -210,7 +222,11 @@ class _Reader:
                 if history is not None:
                     self.invalid[history_file] = self.invalid[file]
                 return None
-        if is_v1_document(document):
+        if is_config_document(document):
+            self.by_hand += 1
+            if self.keep_names:
+                self.configs.append(parsed.name)
+        elif is_v1_document(document):
             self.upgrades += 1
             if self.keep_names:
                 self.upgraded.append(parsed.name)
@@ -283,6 +299,11 @@ def import_json(
     ``IncompleteExportError`` (an ``InvalidInputError``) and nothing is imported, unless
     ``allow_incomplete`` (then ``report.incomplete_export`` is True). Folders without the mark
     (written by hand, by older versions, v1 folders) import as they are.
+
+    A file holding only a configuration (``name``, ``description``, ``system_prompt``, ``tools``,
+    ..., no ``_metadata``: written by hand) is a new agent at version 1 with the store's metadata
+    (created and updated at the store's time when the import starts, no runs), listed in
+    ``report.configs``; every field is checked as a create checks it.
     """
     on_conflict = checked_policy(on_conflict)  # before anything is read or written
     flag(all_or_nothing, "all_or_nothing")
@@ -303,6 +324,7 @@ def import_json(
             folder,
             report.files,
             in_store,
+            repo.now(),
             all_or_nothing=all_or_nothing,
             keep_names=names,
             progress=progress,
@@ -321,6 +343,8 @@ def import_json(
     if not report.aborted:
         report.upgraded = sorted(reader.upgraded)
         report.counts["upgraded"] = reader.upgrades
+        report.configs = sorted(reader.configs)
+        report.counts["configs"] = reader.by_hand
     lists: dict[ImportOutcome, list[str]] = {
         "imported": report.imported,
         "replaced": report.replaced,
