@@ -13,9 +13,12 @@ comment does not show on GitHub or on the docs site):
 - ``<!-- example: postgres -->``: the block runs only when ``ACTI_STORE_TEST_POSTGRES_URL`` is
   set, with ``postgresql+psycopg://app@db/app`` replaced by that URL and the schema ``acti`` by a
   schema of the test's own (dropped after it). ``<!-- example: postgres, continues -->`` combines
-  the two.
+  the two;
+- ``<!-- example: output -->`` on a ```` ```text ```` block right after a block that runs: what
+  that block prints on stdout, exactly (shown as output, not as comments cut off on screen).
 
-A Python block may ``await`` at the top level (it then runs in ``asyncio.run``). A bash block runs
+A Python block runs as a script would, pasted into a file: no ``await`` at the top level (an
+async example defines ``async def main()`` and calls ``asyncio.run(main())``). A bash block runs
 with ``bash -e -o pipefail``, with the ``acti-store`` of this environment first on ``PATH``. A
 bash block whose lines start with ``$ `` is a transcript: each ``$ `` line is one command, and the
 lines up to the next ``$ `` line are exactly what it prints on stdout.
@@ -68,6 +71,8 @@ class Block:
     lang: str
     code: str
     marks: list[str] = field(default_factory=list)
+    #: What the block prints on stdout, from the ``output`` block right after it (None: unchecked).
+    output: str | None = None
 
     @property
     def where(self) -> str:
@@ -103,11 +108,26 @@ def blocks(page: Path) -> Iterator[Block]:
         index = end + 1
 
 
+def with_outputs(page: Path) -> Iterator[Block]:
+    """The blocks of ``page``, each ``output`` block given to the block that runs right before it
+    (and not yielded itself)."""
+    previous: Block | None = None
+    for block in blocks(page):
+        if "output" in block.marks:
+            assert block.lang == "text", f"{block.where}: an output block is a text block"
+            assert previous is not None and previous.runs, f"{block.where} follows no example"
+            assert previous.output is None, f"{block.where}: a second output block"
+            previous.output = block.code
+        else:
+            yield block
+        previous = block
+
+
 def runs() -> list[list[Block]]:
     """The examples to run, grouped: a block marked ``continues`` joins the group before it."""
     groups: list[list[Block]] = []
     for page in PAGES:
-        for block in blocks(page):
+        for block in with_outputs(page):
             if not block.runs:
                 continue
             if "continues" in block.marks:
@@ -120,7 +140,7 @@ def runs() -> list[list[Block]]:
 
 #: Runs in the subprocess: the blocks of one group, in order, in one namespace.
 DRIVER = r"""
-import ast, asyncio, inspect, json, os, subprocess, sys
+import json, os, subprocess, sys
 
 blocks = json.loads(sys.argv[1])
 if os.environ.get("DOCS_BLOCK_GREENLET"):
@@ -153,11 +173,8 @@ for block in blocks:
         run_bash(block)
         continue
     source = "\n" * block["line"] + block["code"]
-    code = compile(source, block["page"], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    if code.co_flags & inspect.CO_COROUTINE:
-        asyncio.run(eval(code, namespace))
-    else:
-        exec(code, namespace)
+    exec(compile(source, block["page"], "exec"), namespace)  # as a script: no top-level await
+    sys.stdout.flush()
 if os.environ.get("DOCS_BLOCK_GREENLET"):
     assert "sqlalchemy.ext.asyncio" not in sys.modules, "the async engine's module was imported"
 """
@@ -199,6 +216,23 @@ def run_group(group: list[Block], folder: Path, **extra_env: str) -> None:
         if postgres:
             drop_schema(os.environ["ACTI_STORE_TEST_POSTGRES_URL"], schema)
     assert done.returncode == 0, f"{group[0].where}\n{done.stdout}\n{done.stderr}"
+    printed = printed_by_block(done.stdout)
+    for block in group:
+        if block.output is not None:
+            assert printed[block.where] == block.output, f"{block.where} printed otherwise"
+
+
+def printed_by_block(stdout: str) -> dict[str, str]:
+    """What each block of a run printed, by its place: the driver starts each with ``--- ``."""
+    printed: dict[str, str] = {}
+    where = ""
+    for line in stdout.splitlines(keepends=True):
+        if line.startswith("--- "):
+            where = line[4:].rstrip("\n")
+            printed[where] = ""
+        else:
+            printed[where] = printed.get(where, "") + line
+    return printed
 
 
 def drop_schema(url: str, schema: str) -> None:
@@ -231,7 +265,7 @@ def test_every_marker_is_understood_and_sits_on_a_fence() -> None:
     unknown = {
         where: marks
         for where, marks in marked.items()
-        if any(m not in ("continues", "postgres") and not SKIP.match(m) for m in marks)
+        if any(m not in ("continues", "postgres", "output") and not SKIP.match(m) for m in marks)
     }
     assert unknown == {}
     comments = sum(
@@ -274,6 +308,49 @@ def test_the_api_reference_names_every_public_name() -> None:
     reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"^::: acti_store\.(\w+)$", reference, flags=re.MULTILINE))
     assert sorted(set(acti_store.__all__) - documented) == []
+
+
+def test_every_output_block_follows_an_example() -> None:
+    """An ``output`` block belongs to the block right before it, which runs."""
+    every = [b for page in PAGES for b in list(with_outputs(page))]  # outputs given: all read
+    outputs = [b for b in every if b.output is not None]
+    assert outputs, "no example shows its output: is the marker still read?"
+
+
+def test_no_example_shows_its_output_in_trailing_comments() -> None:
+    """A ``print(...)  # what it prints`` is cut off on a narrow screen and never checked: the
+    output goes in an ``output`` block."""
+    found = [
+        f"{b.where}: {line.strip()}"
+        for page in PAGES
+        for b in blocks(page)
+        if b.lang == "python" and b.runs
+        for line in b.code.splitlines()
+        if re.match(r"\s*print\(.*\)\s+#", line)
+    ]
+    assert found == []
+
+
+def test_the_home_page_lists_every_page_of_the_site() -> None:
+    """docs/index.md's table names every page of the nav but itself, and its intro every
+    engine."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = re.findall(r"^\s+- (.+): ([\w-]+\.md)$", config, flags=re.MULTILINE)
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    rows = {
+        page: title
+        for title, page in re.findall(r"^\| \[(.+?)\]\(([\w-]+\.md)\) \|", home, flags=re.M)
+    }
+    missing = [(t, page) for t, page in nav if page != "index.md" and rows.get(page) != t]
+    assert missing == []
+    intro = home.split("\n## ", 1)[0]
+    assert all(engine in intro for engine in ("SQLite", "PostgreSQL", "MariaDB"))
+
+
+def test_the_site_loads_no_font_from_the_network() -> None:
+    """Material loads Google Fonts unless told not to: offline, the site waits for them."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert re.search(r"^theme:\n(?:  .*\n)*  font: false\b", config, flags=re.MULTILINE)
 
 
 def test_every_docs_page_is_in_the_site_nav() -> None:
