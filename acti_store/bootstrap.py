@@ -26,7 +26,7 @@ from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository, retention, store_options
 from .repository.core import MAX_REPLICA_LAG
 from .revisions import check_schema, upgrade_schema
-from .tenancy import DEFAULT_TENANT, resolve_tenant
+from .tenancy import DEFAULT_TENANT, resolve_create_tenant, resolve_tenant
 from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of, seconds
 
 #: Directory of the JSON mirror (``{name}.json`` rewritten after each write); unset: no mirror.
@@ -51,6 +51,7 @@ def open_repository(
     listen_url: str | URL | None = None,
     replicas: Sequence[str | URL] | None = None,
     max_replica_lag: float = MAX_REPLICA_LAG,
+    create_tenant: bool | None = None,
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
@@ -92,6 +93,11 @@ def open_repository(
     ``url``); a read after the store's own write waits up to ``max_replica_lag`` seconds for a
     replica that has replayed it, else reads the primary, and one store's reads never go back
     in time; a replica that fails is left out for a while (docs/production.md).
+    ``create_tenant`` (else ``ACTI_STORE_TENANTS``: ``strict`` is False, ``open`` True; else
+    the store's recorded mode: strict for a store made empty by revision 0014_tenant_lifecycle
+    or later, open for one that held data then): whether a
+    write for a tenant not registered (``acti-store tenants create``) registers it, or is
+    refused with ``TenantNotFoundError`` (docs/tenants.md, "Operating tenants").
 
     Raises (all ``AgentStoreError``): ``InvalidInputError`` (also a ``ValueError``; for a wrong
     type an ``ArgumentTypeError``, also a ``TypeError``) for an argument out of its rule, before
@@ -114,6 +120,7 @@ def open_repository(
     """
     read_only, lock_timeout, keep_versions = store_options(read_only, lock_timeout, keep_versions)
     tenant = resolve_tenant(tenant)
+    create_tenant = resolve_create_tenant(create_tenant)
     keep_changes = retention(keep_changes)
     flag(migrate, "migrate")
     optional_of(schema, str, "schema")
@@ -174,6 +181,7 @@ def open_repository(
         keep_changes=keep_changes,
         replicas=replica_engines,
         max_replica_lag=max_replica_lag,
+        create_tenant=create_tenant,
     )
     try:
         repository.register_tenant()

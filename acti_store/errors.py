@@ -37,6 +37,57 @@ class AgentExistsError(AgentStoreError):
         self.name = name
 
 
+class TenantNotFoundError(AgentStoreError, LookupError):
+    """No tenant of this name is registered in the store: a strict store refuses to write for
+    it (``tenants create`` registers it), and an operator's call on it finds nothing."""
+
+    def __init__(self, tenant: str, *, writing: bool = False) -> None:
+        why = (
+            "; this store refuses to write for a tenant it does not list (strict tenants): "
+            f"register it first (acti-store tenants create {tenant})"
+            if writing
+            else ""
+        )
+        super().__init__(f"Tenant {tenant!r} is not registered{why}")
+        self.tenant = tenant
+        self.writing = writing
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_tenant_not_found, (self.tenant, self.writing))
+
+
+def _tenant_not_found(tenant: str, writing: bool) -> TenantNotFoundError:
+    return TenantNotFoundError(tenant, writing=writing)
+
+
+class TenantExistsError(AgentStoreError):
+    """A tenant of this name is registered already."""
+
+    def __init__(self, tenant: str) -> None:
+        super().__init__(f"Tenant {tenant!r} already exists")
+        self.tenant = tenant
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.tenant,))
+
+
+class TenantLimitError(AgentStoreError):
+    """A write would give a tenant more agents than its limit (``max_agents``)."""
+
+    def __init__(self, tenant: str, limit: int, count: int) -> None:
+        super().__init__(
+            f"Tenant {tenant!r} may hold at most {limit} agent{'' if limit == 1 else 's'} "
+            f"(max_agents); this write would make it {count}. Nothing was written: delete "
+            f"agents, or raise the limit (acti-store tenants set {tenant} --max-agents N)"
+        )
+        self.tenant = tenant
+        self.limit = limit
+        self.count = count
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.tenant, self.limit, self.count))
+
+
 class VersionConflictError(AgentStoreError):
     """The agent changed since the caller read it (optimistic concurrency)."""
 

@@ -19,7 +19,7 @@ How the fields are stored, so that every search filter runs in SQL with an index
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 
@@ -43,7 +43,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .column_types import DOUBLE_FLOAT, LONG_TEXT, MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
-from .models import BUILDER, NAME_MAX_LENGTH, TOOL_CATEGORIES, UPDATABLE_FIELDS
+from .models import BUILDER, NAME_MAX_LENGTH, UPDATABLE_FIELDS
 from .routing import WEIGHTS_MAX_LENGTH
 from .tenancy import DEFAULT_TENANT, TENANT_TABLES
 from .versioning import LABEL_MAX_LENGTH
@@ -55,47 +55,6 @@ NAMING_CONVENTION: Final = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-
-
-def _checked_bits(bits: dict[str, int]) -> dict[str, int]:
-    """``bits``, once sure it gives every category of ``TOOL_CATEGORIES`` (and nothing else) a
-    bit of its own."""
-    values = list(bits.values())
-    distinct = len(set(values)) == len(values)
-    single = all(bit > 0 and bit & (bit - 1) == 0 for bit in values)
-    if set(bits) != set(TOOL_CATEGORIES) or not (distinct and single):
-        raise RuntimeError(
-            f"TOOL_BITS must give each of {TOOL_CATEGORIES} a bit of its own: {bits}"
-        )
-    return bits
-
-
-#: Bit of each tool category in ``agents.tools_mask``. Written in every stored row, so a
-#: category keeps its bit for good: spelled out here, never derived from the order of
-#: ``TOOL_CATEGORIES`` (a new category takes a new bit; migration 0002 holds a frozen copy).
-TOOL_BITS: Final[Mapping[str, int]] = _checked_bits(
-    {"voice": 1, "websearch": 2, "calendar": 4, "communication": 8, "crm": 16}
-)
-#: Every bit a mask can hold.
-_ALL_TOOLS_MASK: Final = sum(TOOL_BITS.values())
-
-
-def tools_mask(tools: list[str]) -> int:
-    """The bit mask of a list of tool categories."""
-    mask = 0
-    for tool in tools:
-        mask |= TOOL_BITS[tool]
-    return mask
-
-
-def masks_containing(tools: list[str]) -> list[int]:
-    """Every mask that has all of ``tools``: the values ``tools_mask IN (...)`` must match."""
-    required = tools_mask(tools)
-    return [
-        m
-        for m in range(_ALL_TOOLS_MASK + 1)
-        if m & required == required and m & _ALL_TOOLS_MASK == m
-    ]
 
 
 def _naive(value: datetime) -> ValueError:
@@ -405,6 +364,17 @@ class TenantRow(Base):
 
     name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    max_agents: Mapped[int | None] = mapped_column(Integer)  # None: no limit (0014)
+
+
+class StoreSettingRow(Base):
+    """The store's settings by name (0014): ``tenants``, ``strict`` or ``open``."""
+
+    __tablename__ = "agent_store_settings"
+    __table_args__ = TABLE_OPTIONS
+
+    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200))
 
 
 class ChangeRow(TenantColumn, Base):
@@ -486,6 +456,7 @@ agent_labels = cast(Table, AgentLabelRow.__table__)
 label_moves = cast(Table, LabelMoveRow.__table__)
 version_stats = cast(Table, VersionStatsRow.__table__)
 tenants = cast(Table, TenantRow.__table__)
+store_settings = cast(Table, StoreSettingRow.__table__)
 label_shares = cast(Table, LabelShareRow.__table__)
 label_gates = cast(Table, LabelGateRow.__table__)
 changes = cast(Table, ChangeRow.__table__)

@@ -36,6 +36,12 @@ E = TypeVar("E", bound=ClauseElement)
 DEFAULT_TENANT: Final = "default"
 #: The environment variable naming the tenant of ``open_repository`` and the CLI.
 ENV_TENANT: Final = "ACTI_STORE_TENANT"
+#: The environment variable choosing whether a store may register a tenant by writing for it
+#: (``open_repository(create_tenant=...)``): ``strict`` (no: ``tenants create`` registers it) or
+#: ``open`` (yes, as before strict tenants).
+ENV_TENANTS: Final = "ACTI_STORE_TENANTS"
+#: The tenant modes, and whether each lets a write register its tenant (``create_tenant``).
+TENANT_MODES: Final = {"strict": False, "open": True}
 #: The name of the column, and of the parameter ``scoped`` statements bind it to.
 TENANT: Final = "tenant"
 #: PostgreSQL's session setting that row-level security compares with each row's tenant.
@@ -76,6 +82,22 @@ def resolve_tenant(tenant: str | None) -> str:
         tenant = os.environ.get(ENV_TENANT) or DEFAULT_TENANT
         return check_tenant(tenant, ENV_TENANT)
     return check_tenant(tenant)
+
+
+def resolve_create_tenant(create_tenant: bool | None) -> bool | None:
+    """Whether writing for an unregistered tenant registers it: ``create_tenant`` if given,
+    else ``ACTI_STORE_TENANTS`` (``strict``: no, ``open``: yes), else None (the store's own
+    mode, recorded by revision 0014 and ``set_tenant_mode``)."""
+    if create_tenant is not None:
+        if not isinstance(create_tenant, bool):
+            raise InvalidInputError("create_tenant", [("create_tenant", "must be True or False")])
+        return create_tenant
+    mode = os.environ.get(ENV_TENANTS) or None
+    if mode is None:
+        return None
+    if mode not in TENANT_MODES:
+        raise InvalidInputError(ENV_TENANTS, [(ENV_TENANTS, f"{mode!r}: one of strict, open")])
+    return TENANT_MODES[mode]
 
 
 def tenant_param() -> BindParameter[str]:

@@ -24,7 +24,7 @@ from pytest_alembic.tests import (  # noqa: F401 - collected as tests of this mo
 from acti_store import AgentUpdate, SearchQuery, open_repository
 from acti_store.engine import alembic_config as store_alembic_config
 from acti_store.engine import make_engine, migrations_dir
-from acti_store.schema import TOOL_BITS
+from acti_store.tool_masks import TOOL_BITS
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None
             version = conn.execute(
                 sa.text("SELECT version_num FROM acti_store_alembic_version")
             ).scalar()
-        assert version == "0013_imported_moves"
+        assert version == "0014_tenant_lifecycle"
     finally:
         second.close()
 

@@ -107,7 +107,7 @@ def test_owner_migrates_and_app_role_is_held_to_its_tenant(roles: tuple[str, str
         timeout=240,
     )
     assert done.returncode == 0, done.stderr
-    assert "now at 0013_imported_moves" in done.stdout
+    assert "now at 0014_tenant_lifecycle" in done.stdout
 
     # What the app role does not need on the store's own records, taken back as the page says.
     run_as_superuser(url, unique(page_sql("REVOKE"), owner, app))

@@ -66,9 +66,10 @@ def add_confirm_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def program(args: argparse.Namespace) -> str:
-    """``acti-store`` and the options that chose the store, schema and tenant, as a shell takes
-    them: the start of every command a text prints for this run."""
+def program(args: argparse.Namespace, *, with_tenant: bool = True) -> str:
+    """``acti-store`` and the options that chose the store, schema and tenant (not
+    ``with_tenant``: a command that names its tenant itself), as a shell takes them: the start
+    of every command a text prints for this run."""
     words = ["acti-store"]
     url = _url_word(args.url)
     if url is not None:
@@ -77,7 +78,7 @@ def program(args: argparse.Namespace) -> str:
     if schema:
         words += ["--schema", shlex.quote(schema)]
     tenant = args.tenant if args.tenant is not None else os.environ.get(ENV_TENANT) or None
-    if tenant:
+    if tenant and with_tenant:
         words += ["--tenant", shlex.quote(tenant)]
     return " ".join(words)
 

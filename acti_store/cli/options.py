@@ -110,15 +110,16 @@ TENANT_HELP: Final = (
 )
 
 
-def add_url_option(parser: argparse.ArgumentParser) -> None:
-    """The ``--url`` and ``--schema`` options every command that opens the store takes."""
+def add_url_option(parser: argparse.ArgumentParser, *, default: Any = None) -> None:
+    """The ``--url`` and ``--schema`` options every command that opens the store takes
+    (``default``: ``argparse.SUPPRESS`` in a subcommand, which keeps what its command read)."""
     parser.add_argument(
         "--url",
-        default=None,
+        default=default,
         help=f"database URL (default: ${ENV_URL}, else {DEFAULT_URL})",
     )
-    parser.add_argument("--schema", default=None, metavar="NAME", help=SCHEMA_HELP)
-    parser.add_argument("--tenant", default=None, metavar="NAME", help=TENANT_HELP)
+    parser.add_argument("--schema", default=default, metavar="NAME", help=SCHEMA_HELP)
+    parser.add_argument("--tenant", default=default, metavar="NAME", help=TENANT_HELP)
 
 
 #: Why a command that only reads refuses a SQLite file that does not exist.
@@ -128,10 +129,12 @@ NO_STORE: Final = (
 )
 
 
-def add_store_options(parser: argparse.ArgumentParser, *, read_only: bool = False) -> None:
+def add_store_options(
+    parser: argparse.ArgumentParser, *, read_only: bool = False, default: Any = None
+) -> None:
     """``--url``, and for a command that only reads (``read_only``) ``--read-only``: such a
-    command never creates a store (``open_from_args``)."""
-    add_url_option(parser)
+    command never creates a store (``open_from_args``). ``default``: ``add_url_option``."""
+    add_url_option(parser, default=default)
     if read_only:
         add_read_only_option(parser)
         parser.set_defaults(only_reads=True)

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from . import tenant_lifecycle
 from .options import CommandFailed, add_store_options, open_from_args
 
 
@@ -38,3 +39,4 @@ def register(subparsers: Any) -> None:
     add_store_options(parser, read_only=True)
     parser.add_argument("--json", action="store_true", help="print a JSON object: name -> count")
     parser.set_defaults(func=_cmd_tenants)
+    tenant_lifecycle.register(parser.add_subparsers(dest="lifecycle", metavar="COMMAND"))

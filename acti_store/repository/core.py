@@ -103,10 +103,14 @@ class StoreCore:
         keep_changes: timedelta | None = None,
         replicas: Sequence[Engine] = (),
         max_replica_lag: float = MAX_REPLICA_LAG,
+        create_tenant: bool | None = None,
     ) -> None:
         self.engine = engine
         #: The tenant whose rows this store sees and touches (``tenancy``).
         self.tenant = tenant
+        #: Whether a write for an unregistered tenant registers it (None: the store's recorded
+        #: mode, read at the first such write: ``tenant_admin.admit``).
+        self.create_tenant = create_tenant
         # What differs between engines; an engine the repository does not run on is refused.
         self.kind = strategy_for(engine.dialect.name).for_engine(engine)
         self.keep_versions = keep_versions  # snapshots kept besides current and labelled ones
@@ -272,9 +276,11 @@ class StoreCore:
         name: str | None = None,
         pipelined: bool = True,
         then: Callable[[T], None] | None = None,
+        tenant: str | None = None,
     ) -> T:
-        """Run ``work`` in one write transaction; retry on lock or serialization conflicts
-        until the lock timeout (``deadline.within_deadline``); ``pipelined``: ``run_transaction``.
+        """Run ``work`` in one write transaction (as the store's tenant, or as ``tenant``); retry
+        on lock or serialization conflicts until the lock timeout (``deadline.within_deadline``);
+        ``pipelined``: ``run_transaction``.
         ``then`` checks each attempt's result once its transaction is over; it raises
         ``TryAgain`` for another attempt within the same deadline.
         """
@@ -288,7 +294,12 @@ class StoreCore:
             position = self.kind.commit_position
             after = None if self.router is None or position is None else (position, self._committed)
             result = self.run(
-                work, begin=begin, lock_wait=wait, pipelined=pipelined, after_commit=after
+                work,
+                begin=begin,
+                lock_wait=wait,
+                pipelined=pipelined,
+                tenant=tenant,
+                after_commit=after,
             )
             if then is not None:
                 then(result)

@@ -51,8 +51,9 @@ from sqlalchemy.sql.selectable import SelectBase
 
 from ..errors import InvalidInputError
 from ..models import MAX_TAGS, SEARCH_TAGS_RULE, SearchQuery
-from ..schema import agent_tags, agents, masks_containing
+from ..schema import agent_tags, agents
 from ..sqlexec import Cursor, Prepared
+from ..tool_masks import masks_containing
 from .cursor import SortKey
 from .engines.base import EngineStrategy, TextIndex
 from .statements import AGENT_COLUMNS

@@ -24,7 +24,7 @@ from ..engine import (
     pooled_settings,
     store_schema,
 )
-from ..tenancy import DEFAULT_TENANT, check_tenant
+from ..tenancy import DEFAULT_TENANT, check_tenant, resolve_create_tenant
 from .arguments import retention, store_options
 from .asynchronous import Dispatch, GreenletDispatch, StoreThreads
 from .core import DIRECT, MAX_REPLICA_LAG, Role, StoreCore, Waits
@@ -37,6 +37,16 @@ from .roles.labels import Labels
 from .roles.runs import Runs
 from .roles.search import Search
 from .roles.versions import Versions
+from .tenant_admin import (
+    create_tenant,
+    delete_tenant,
+    resolve_mode,
+    set_tenant,
+    set_tenant_mode,
+    tenant_limits,
+    tenant_mode,
+    tenant_rows,
+)
 from .tenants import register_tenant, tenant_counts
 
 P = ParamSpec("P")
@@ -85,11 +95,13 @@ class SqlAgentRepository(AgentRepository):
         keep_changes: timedelta | None = None,
         replicas: Sequence[Engine] = (),
         max_replica_lag: float = MAX_REPLICA_LAG,
+        create_tenant: bool | None = None,
     ) -> None:
         read_only, lock_timeout, keep_versions = store_options(
             read_only, lock_timeout, keep_versions
         )
         tenant = check_tenant(tenant)
+        create_tenant = resolve_create_tenant(create_tenant)
         keep_changes = retention(keep_changes)
         core = StoreCore(
             engine,
@@ -103,6 +115,7 @@ class SqlAgentRepository(AgentRepository):
             keep_changes=keep_changes,
             replicas=replicas,
             max_replica_lag=max_replica_lag,
+            create_tenant=create_tenant,
         )
         core.store = self
         self._core = core
@@ -130,9 +143,46 @@ class SqlAgentRepository(AgentRepository):
         listed; another once a store was opened for it to write."""
         return tenant_counts(self._core)
 
+    def create_tenant(self, name: str, *, max_agents: int | None = None) -> None:
+        """Register tenant ``name`` (an operator's call, whatever this store's own tenant),
+        optionally with a limit on its agents; ``TenantExistsError`` if it is registered."""
+        create_tenant(self._core, name, max_agents)
+
+    def set_tenant(self, name: str, *, max_agents: int | None) -> None:
+        """Set the most agents tenant ``name`` may hold (None: no limit): a create, clone or
+        import that would pass it is refused (``TenantLimitError``); ``TenantNotFoundError``
+        for an unregistered tenant."""
+        set_tenant(self._core, name, max_agents=max_agents)
+
+    def tenant_limits(self) -> dict[str, int | None]:
+        """Each registered tenant, by name, with its limit on agents (None: none)."""
+        return tenant_limits(self._core)
+
+    def tenant_rows(self, name: str) -> dict[str, int]:
+        """The rows tenant ``name`` holds, per table: what ``delete_tenant`` would erase."""
+        return tenant_rows(self._core, name)
+
+    def delete_tenant(self, name: str) -> dict[str, int]:
+        """Erase tenant ``name``: every row of it in every table (agents, histories, versions,
+        labels, the change feed and its checkpoints) and its registration, in one transaction;
+        the rows erased, per table. The default tenant is refused (``InvalidInputError``); a
+        name neither registered nor holding rows raises ``TenantNotFoundError``."""
+        return delete_tenant(self._core, name)
+
+    def tenant_mode(self) -> str:
+        """The store's recorded tenant mode: ``strict`` (a write for an unregistered tenant is
+        refused) or ``open`` (it registers the tenant)."""
+        return tenant_mode(self._core)
+
+    def set_tenant_mode(self, mode: str) -> None:
+        """Record the store's tenant mode, ``strict`` or ``open``, for the stores opened later
+        without ``create_tenant=`` or ``ACTI_STORE_TENANTS``."""
+        set_tenant_mode(self._core, mode)
+
     def register_tenant(self) -> None:
         """List this store's tenant among the store's tenants (``tenants``); ``open_repository``
-        does it for a store it opens to write."""
+        does it for a store it opens to write, unless the store is strict."""
+        resolve_mode(self._core)
         register_tenant(self._core)
 
     @property
@@ -199,6 +249,7 @@ class SqlAgentRepository(AgentRepository):
             "mirror": core.mirror,
             "keep_versions": self.keep_versions,
             "tenant": self.tenant,
+            "create_tenant": core.create_tenant,
             "keep_changes": core.keep_changes,
         }
         return GreenletDispatch(engine, partial(type(self), **options), self, StoreThreads())

@@ -39,8 +39,9 @@ from ..models import (
     ExecutionStats,
     trusted,
 )
-from ..schema import agent_tags, agents, executions, tools_mask
+from ..schema import agent_tags, agents, executions
 from ..sqlexec import Cursor, Prepared
+from ..tool_masks import tools_mask
 
 M = TypeVar("M", bound=BaseModel)
 

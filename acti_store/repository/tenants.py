@@ -16,7 +16,7 @@ from .core import StoreCore
 
 _NAME = bindparam("name", type_=tenants.c.name.type)
 #: The tenant ``name``, registered unless it is already.
-_REGISTER: Final = Prepared(
+REGISTER: Final = Prepared(
     insert(tenants).from_select(
         ["name", "created_at"],
         select(_NAME, bindparam("at", type_=UtcDateTime())).where(
@@ -27,18 +27,22 @@ _REGISTER: Final = Prepared(
 _NAMES: Final = Prepared(select(tenants.c.name))
 _REGISTERED: Final = Prepared(select(tenants.c.name).where(tenants.c.name == _NAME))
 #: The agents of the store's tenant (``tenancy.scoped`` adds the condition).
-_COUNT: Final = Prepared(select(func.count()).select_from(agents))
+AGENT_COUNT: Final = Prepared(select(func.count()).select_from(agents))
 
 
 def register_tenant(core: StoreCore) -> None:
-    """Register the store's tenant (the default tenant is always listed: not registered)."""
+    """Register the store's tenant (the default tenant is always listed: not registered), unless
+    the store was opened strict (``create_tenant=False``, ``ACTI_STORE_TENANTS=strict``); a store
+    opened without either follows the store's recorded mode (``tenant_admin.resolve_mode``)."""
     if core.tenant == DEFAULT_TENANT or core.read_only:
         return
     if core.read(lambda cursor: cursor.first(_REGISTERED, {"name": core.tenant})) is not None:
         return  # every open after the first: a read, no write transaction
+    if core.create_tenant is False:  # a strict store: its writes refuse the tenant (tenant_admin)
+        return
     values = {"name": core.tenant, "at": core.now()}
     with suppress(AgentExistsError):  # registered meanwhile by another process: as wanted
-        core.write(lambda cursor: cursor.execute(_REGISTER, values), name=core.tenant)
+        core.write(lambda cursor: cursor.execute(REGISTER, values), name=core.tenant)
 
 
 def tenant_counts(core: StoreCore) -> dict[str, int]:
@@ -47,6 +51,6 @@ def tenant_counts(core: StoreCore) -> dict[str, int]:
     names = core.read(lambda cursor: [row[0] for row in cursor.all(_NAMES)])
     counts: dict[str, int] = {}
     for tenant in sorted({DEFAULT_TENANT, *names}):
-        row = core.read(lambda cursor: cursor.first(_COUNT), tenant=tenant)
+        row = core.read(lambda cursor: cursor.first(AGENT_COUNT), tenant=tenant)
         counts[tenant] = int(row[0]) if row is not None else 0
     return counts

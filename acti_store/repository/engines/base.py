@@ -180,6 +180,11 @@ class EngineStrategy:
 
     #: The engine's text index probed before a search (None: every word is tested by ``LIKE``).
     text_index: ClassVar[TextIndex | None] = None
+    #: Run for each agent of a deleted tenant (``:agent_id``), after its row is deleted, in the
+    #: same transaction (``tenant_admin.delete_tenant``): what takes its text out of the text
+    #: index at once where the index keeps it for a while (SQLite's log); none where it goes
+    #: with the row.
+    erase_text: ClassVar[tuple[Prepared, ...]] = ()
 
     def filter_column(self, col: ColumnElement[Any]) -> ColumnElement[Any]:
         """``col`` as a search filter that walks the sort's index reads it."""

@@ -151,6 +151,21 @@ COUNT_CHANGES: Final = Prepared(count_changes(sqlite_insert))
 SAVE_CHECKPOINT: Final = Prepared(save_checkpoint(sqlite_insert))
 
 
+#: A deleted agent's text taken out of the index now, not at the log's next move: the index
+#: forgets the text the log says it holds for ``:agent_id`` (none if it was never moved in), and
+#: the log, which holds that text too, forgets the agent.
+ERASE_TEXT: Final = (
+    Prepared(
+        text(
+            "INSERT INTO agents_fts(agents_fts, rowid, name, description) "
+            "SELECT 'delete', agent_id, indexed_name, indexed_description FROM agents_fts_log "
+            "WHERE agent_id = :agent_id AND indexed_name IS NOT NULL"
+        )
+    ),
+    Prepared(text("DELETE FROM agents_fts_log WHERE agent_id = :agent_id")),
+)
+
+
 class SqliteEngine(EngineStrategy):
     name = "sqlite"
     begin_snapshot = (SQLITE_BEGIN_READ,)
@@ -162,6 +177,7 @@ class SqliteEngine(EngineStrategy):
     count_run = COUNT_RUN
     count_changes = COUNT_CHANGES
     save_checkpoint = SAVE_CHECKPOINT
+    erase_text = ERASE_TEXT
 
     def change_signal(
         self, engine: Engine, tenant: str, last_seq: Callable[[], object]

@@ -30,6 +30,7 @@ from ..statements import (
     config_values,
     metadata_values,
 )
+from ..tenant_admin import admit
 from ..updating import apply_update, clone_config
 from ..versions import forget_versions, insert_agent, record_snapshot
 
@@ -42,11 +43,13 @@ class Agents(Role):
         config = checked_config(config)
         message = optional_message(message, "message")
         values, agent = self._new_agent(config)
-        # A taken name fails the INSERT on the unique constraint: AgentExistsError.
-        self._write(
-            lambda cursor: insert_agent(cursor, values, agent, message, self._core.keep_versions),
-            name=config.name,
-        )
+
+        def work(cursor: Cursor) -> None:
+            admit(cursor, self._core, 1)  # registered, and within its limit
+            # A taken name fails the INSERT on the unique constraint: AgentExistsError.
+            insert_agent(cursor, values, agent, message, self._core.keep_versions)
+
+        self._write(work, name=config.name)
         self._core.grew()
         self._notify(config.name)
         return agent
@@ -130,6 +133,7 @@ class Agents(Role):
             config = clone_config(source, new_name, description, tags)
             if cursor.first(GET_ID, {"name": new_name}) is not None:
                 raise AgentExistsError(new_name)
+            admit(cursor, self._core, 1)
             values, clone = self._new_agent(config)
             message = clone_message(source_name, source.metadata.version)
             insert_agent(cursor, values, clone, message, self._core.keep_versions)

@@ -34,6 +34,7 @@ from ..feed import (
     prune,
 )
 from ..signals import ChangeSignal
+from ..tenant_admin import admit
 
 if TYPE_CHECKING:
     from ..interface import AgentRepository
@@ -116,7 +117,12 @@ class Changes(Role):
         if statement is None:
             raise NotImplementedError(f"{self._core.kind.name}: no statement saves a checkpoint")
         values = {"name": name, "seq": seq, "saved_at": self.now()}
-        self._write(lambda cursor: cursor.send(statement, values))
+
+        def work(cursor: Cursor) -> None:
+            admit(cursor, self._core, 0)  # a strict store keeps no checkpoint of an unknown tenant
+            cursor.send(statement, values)
+
+        self._write(work)
 
     # -- watching ----------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from ...models import Agent, ExecutionHistory
+from ...sqlexec import Cursor
 from ...validation import flag, forced_note, instances, integer
 from ...versioning import VersionLog
 from ..arguments import checked_policy, checked_source
@@ -14,6 +15,7 @@ from ..bulk import put_all
 from ..core import Role
 from ..paging import Entry, export_entry, export_stream, versions_entry
 from ..port import BulkPutResult, ConflictPolicy, ImportItem
+from ..tenant_admin import admit, within_limit
 
 T = TypeVar("T")
 
@@ -72,8 +74,11 @@ class Interchange(Role):
         # Not pipelined: its records, snapshots and tags go by COPY (``Cursor.executemany``).
         kind = self._core.kind
         taken, insert, feed = kind.taken_names, kind.insert_agents, kind.feed_statements()
-        result = self._write(
-            lambda cursor: put_all(
+        core = self._core
+
+        def work(cursor: Cursor) -> BulkPutResult:
+            limit = admit(cursor, core, 0)  # registered; its limit counted once all are in
+            result = put_all(
                 cursor,
                 items(),
                 on_conflict,
@@ -85,9 +90,11 @@ class Interchange(Role):
                 kind.bulk_batch,
                 force=force,
                 note=note,
-            ),
-            pipelined=False,
-        )
+            )
+            within_limit(cursor, core, limit)
+            return result
+
+        result = self._write(work, pipelined=False)
         written = result.count("imported") + result.count("replaced")
         self._core.kind.after_growth(self._core.engine, written)
         self._notify(*(n for n, outcome in result.outcomes.items() if outcome != "skipped"))
