@@ -39,4 +39,4 @@ def register(subparsers: Any) -> None:
     add_store_options(parser, read_only=True)
     parser.add_argument("--json", action="store_true", help="print a JSON object: name -> count")
     parser.set_defaults(func=_cmd_tenants)
-    tenant_lifecycle.register(parser.add_subparsers(dest="lifecycle", metavar="COMMAND"))
+    tenant_lifecycle.register(parser.add_subparsers(dest="lifecycle", help="a tenant's lifecycle"))
