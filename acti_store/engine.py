@@ -6,6 +6,7 @@ Bringing the schema to Alembic head is ``acti_store.revisions``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
@@ -69,6 +71,11 @@ SUPPORTED_DRIVERS: Final = {
     "mysql": ("pymysql", "mysqldb"),
     "mariadb": ("pymysql", "mysqldb"),
 }
+#: Other names of a database in the URLs people paste: ``postgres://`` is what Heroku, Render
+#: and Fly put in ``DATABASE_URL``.
+DATABASE_ALIASES: Final = {"postgres": "postgresql"}
+#: The module each driver of ``SUPPORTED_DRIVERS`` is imported as.
+DRIVER_MODULES: Final = {"psycopg": "psycopg", "pymysql": "pymysql", "mysqldb": "MySQLdb"}
 #: What to install for a driver that is missing.
 DRIVER_EXTRAS: Final = {
     "psycopg": 'pip install "acti-store[postgres]"',
@@ -108,12 +115,15 @@ SUPPORTED_URLS: Final = (
 def resolve_url(url: str | URL | None = None) -> URL:
     """The URL argument, else ``ACTI_STORE_URL``, else the default SQLite file.
 
-    Raises ``StoreUrlError`` for text that is not a database URL, or names a database or driver
+    A server's URL without a driver (``postgresql://``, ``mysql://``, ``mariadb://``, and
+    ``postgres://``, PostgreSQL's other name) is read with the driver acti_store runs it on
+    (``default_driver``): ``postgresql+psycopg://``, ``mysql+pymysql://``. Raises
+    ``StoreUrlError`` for text that is not a database URL, or names a database or driver
     acti_store does not run on; the message lists the supported forms.
     """
     given = url or os.environ.get(ENV_URL) or DEFAULT_URL
     try:
-        resolved = make_url(given)
+        resolved = _with_driver(make_url(given))
         backend, driver = resolved.get_backend_name(), resolved.get_driver_name()
     except sa_exc.ArgumentError:  # not a URL, or a database SQLAlchemy has no dialect for
         raise StoreUrlError(
@@ -127,6 +137,28 @@ def resolve_url(url: str | URL | None = None) -> URL:
             f"{backend}+{SUPPORTED_DRIVERS[backend][0]}://. {SUPPORTED_URLS}"
         )
     return resolved
+
+
+def _with_driver(url: URL) -> URL:
+    """``url`` with its database's other name replaced (``DATABASE_ALIASES``) and, for a
+    server's URL that names no driver, the driver acti_store runs it on (``default_driver``)."""
+    backend, plus, driver = url.drivername.partition("+")
+    backend = DATABASE_ALIASES.get(backend, backend)
+    if not plus and backend != "sqlite" and backend in SUPPORTED_DRIVERS:
+        return url.set(drivername=f"{backend}+{default_driver(backend)}")
+    return url.set(drivername=f"{backend}{plus}{driver}")
+
+
+def default_driver(backend: str) -> str:
+    """The driver a URL of ``backend`` without one is read with: the first of
+    ``SUPPORTED_DRIVERS[backend]`` that is installed, else the first (``make_engine`` then says
+    what to install: ``MissingDriverError``)."""
+    drivers = SUPPORTED_DRIVERS[backend]
+    for driver in drivers:
+        with contextlib.suppress(ImportError, ValueError):  # a module set to None in sys.modules
+            if importlib.util.find_spec(DRIVER_MODULES[driver]) is not None:
+                return driver
+    return drivers[0]
 
 
 def resolve_schema(schema: str | None, url: URL) -> str | None:
@@ -234,10 +266,11 @@ def _shown_url(given: str | URL) -> str:
 
 
 def migrations_dir() -> Path:
-    """The Alembic scripts: shipped in the wheel, or the checkout's top-level ``migrations/``."""
+    """The Alembic scripts: shipped in the wheel, or the checkout's top-level ``migrations/``
+    (the package's ``migrations/env.py`` there only runs that one's: it has no ``versions/``)."""
     here = Path(__file__).resolve().parent
     for candidate in (here / "migrations", here.parent / "migrations"):
-        if (candidate / "env.py").is_file():
+        if (candidate / "env.py").is_file() and (candidate / "versions").is_dir():
             return candidate
     raise SchemaVersionError(f"Alembic migrations not found next to {here}")
 
@@ -262,6 +295,11 @@ def alembic_config(url: URL | None = None, schema: str | None = None) -> Config:
             resolve_schema(schema, url)  # refused now rather than when Alembic runs
         cfg.set_main_option(SCHEMA_INI_OPTION, schema)
     return cfg
+
+
+def head_revisions() -> set[str]:
+    """The heads of acti_store's migrations: the revisions of a store at the latest."""
+    return set(ScriptDirectory.from_config(alembic_config()).get_heads())
 
 
 def make_async_engine(

@@ -87,7 +87,7 @@ def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[
     script = ScriptDirectory.from_config(cfg)
     heads = set(script.get_heads())
     current, legacy, progress = _current_state(engine, script)
-    _refuse_unknown(script, current)
+    refuse_unknown_revisions(current, script)
     if target == "head" and current == heads and not legacy and progress is None:
         return current, current
     if target != "head":
@@ -123,7 +123,7 @@ def begin_migration(
     refuse_foreign_tables(conn, script)
     create_store_schema(conn)
     before = adopt_legacy_version(conn, script)
-    _refuse_unknown(script, before)
+    refuse_unknown_revisions(before, script)
     if target is not None:
         mark_migration(conn, script, before, target)
     return before
@@ -392,7 +392,7 @@ def check_schema(engine: Engine) -> None:
     script = ScriptDirectory.from_config(alembic_config())
     heads = set(script.get_heads())
     current, legacy, progress = _current_state(engine, script)
-    _refuse_unknown(script, current)
+    refuse_unknown_revisions(current, script)
     if progress is not None:
         raise SchemaVersionError(
             f"{progress.describe()} has not finished: it is running now, or it was interrupted "
@@ -488,7 +488,9 @@ def _is_ancestor(script: ScriptDirectory, target: str, current: set[str]) -> boo
     return target in below
 
 
-def _refuse_unknown(script: ScriptDirectory, current: set[str]) -> None:
+def refuse_unknown_revisions(current: set[str], script: ScriptDirectory | None = None) -> None:
+    """``SchemaVersionError`` for a revision in ``current`` a newer acti_store wrote."""
+    script = script or ScriptDirectory.from_config(alembic_config())
     for revision in current:
         if not _known(script, revision):
             raise SchemaVersionError(

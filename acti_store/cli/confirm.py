@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import re
-import shlex
 from typing import Final
 
-from ..engine import ENV_SCHEMA, ENV_URL, resolve_url, store_file, store_location, store_schema
+from ..engine import store_schema
 from ..repository import SqlAgentRepository
-from ..tenancy import ENV_TENANT
 from ..tools.builder import BuilderTools
 from ..tools.texts import CLI_CALLS
 from ..tools.version_texts import VERSION_CLI_CALLS
 from ..tools.version_tools import VersionTools
 from .options import CommandFailed
+from .options import program as program  # the start of a printed command
 
 #: How many hexadecimal digits of the SHA-256 a code keeps: a mistake, not an attacker, is what
 #: it catches.
@@ -64,44 +62,6 @@ def add_confirm_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--confirm", type=confirm_code, default=None, metavar="CODE", help=CONFIRM_HELP
     )
-
-
-def program(args: argparse.Namespace, *, with_tenant: bool = True) -> str:
-    """``acti-store`` and the options that chose the store, schema and tenant (not
-    ``with_tenant``: a command that names its tenant itself), as a shell takes them: the start
-    of every command a text prints for this run."""
-    words = ["acti-store"]
-    url = _url_word(args.url)
-    if url is not None:
-        words += ["--url", url]
-    schema = args.schema if args.schema is not None else os.environ.get(ENV_SCHEMA) or None
-    if schema:
-        words += ["--schema", shlex.quote(schema)]
-    tenant = args.tenant if args.tenant is not None else os.environ.get(ENV_TENANT) or None
-    if tenant and with_tenant:
-        words += ["--tenant", shlex.quote(tenant)]
-    return " ".join(words)
-
-
-def _url_word(given: str | None) -> str | None:
-    """The ``--url`` of a printed command: None when nothing chose the store (the default
-    file), ``"$ACTI_STORE_URL"`` for a URL from it or holding a password, else the URL, a
-    relative SQLite path made absolute."""
-    reference = f'"${ENV_URL}"'
-    if not given:
-        return reference if os.environ.get(ENV_URL) else None
-    url = resolve_url(given)
-    path = store_file(url)
-    if path is None:
-        shown = store_location(url)
-        return (
-            reference
-            if url.render_as_string(hide_password=False) != shown
-            else (shlex.quote(shown))
-        )
-    if not (url.database or "").startswith("file:"):
-        url = url.set(database=str(path.resolve()))
-    return shlex.quote(url.render_as_string(hide_password=False))
 
 
 def code(repo: SqlAgentRepository, name: str, *shown: object) -> str:

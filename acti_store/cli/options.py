@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from sqlalchemy.engine import URL
+from sqlalchemy.pool import NullPool
 
 from ..bootstrap import open_repository
 from ..engine import (
@@ -25,10 +29,14 @@ from ..engine import (
     ENV_SCHEMA,
     ENV_URL,
     POOLERS,
+    make_engine,
     resolve_url,
     store_file,
+    store_location,
+    store_schema,
 )
 from ..repository import AgentRepository, SqlAgentRepository
+from ..revisions import current_revisions, refuse_unknown_revisions
 from ..tenancy import DEFAULT_TENANT, ENV_TENANT
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
@@ -122,10 +130,21 @@ def add_url_option(parser: argparse.ArgumentParser, *, default: Any = None) -> N
     parser.add_argument("--tenant", default=default, metavar="NAME", help=TENANT_HELP)
 
 
-#: Why a command that only reads refuses a SQLite file that does not exist.
+#: Why a command that only reads refuses where there is no store (no file, or no revision).
 NO_STORE: Final = (
-    "there is no store at {path}: create one with {command} migrate, or with any command "
+    "there is no store at {where}: create one with {command} migrate, or with any command "
     "that writes (e.g. quickstart, create, import)"
+)
+#: Why a command that only reads refuses a store behind this acti_store's latest revision.
+STORE_BEHIND: Final = (
+    "the store at {where} is at schema revision {current}, not {heads}, the latest of this "
+    "acti_store, and a command that only reads does not migrate it: run {command} migrate first"
+)
+#: Why a command that only reads refuses a store whose revision an earlier acti_store kept.
+STORE_LEGACY: Final = (
+    "the store at {where} records its schema revision in alembic_version, as earlier versions "
+    "of acti_store did, and a command that only reads does not move it: run {command} migrate "
+    "first"
 )
 
 
@@ -154,23 +173,103 @@ def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
     """Open the store named by ``--url`` and ``--schema`` (or the environment), read-only with
     ``--read-only``.
 
-    A command that only reads (``add_store_options(read_only=True)``) creates nothing: on a
-    SQLite file that does not exist it raises ``CommandFailed`` saying how to make a store.
+    A command that only reads (``add_store_options(read_only=True)``) creates, migrates and
+    writes nothing: where there is no store, or one not at this acti_store's latest revision,
+    it raises ``CommandFailed`` saying which command makes or upgrades it (``refuse_unready``).
     """
-    if getattr(args, "only_reads", False):
-        path = store_file(resolve_url(args.url))
-        if path is not None and not path.exists():
-            command = "acti-store" if args.url is None else f"acti-store --url {args.url}"
-            raise CommandFailed(NO_STORE.format(path=path, command=command))
+    only_reads = getattr(args, "only_reads", False)
+    if only_reads:
+        refuse_unready(args)
     return open_repository(
         args.url,
         schema=args.schema,
+        migrate=not only_reads,
         read_only=getattr(args, "read_only", False),
         tenant=getattr(args, "tenant", None),
         pooler=getattr(args, "pooler", None),
         listen_url=getattr(args, "listen_url", None),
         replicas=getattr(args, "replicas", None),
     )
+
+
+def refuse_unready(args: argparse.Namespace) -> None:
+    """Refuse (``CommandFailed``, saying what to run) the store of ``args`` when there is none
+    (a SQLite file that does not exist, a database or schema without acti_store's revision), or
+    when it is behind this acti_store's latest revision; read on a read-only engine, so that
+    nothing is created or written (``SchemaVersionError`` for a newer acti_store's revision)."""
+    url = resolve_url(args.url)
+    path = store_file(url)
+    if path is not None and not path.exists():
+        raise CommandFailed(NO_STORE.format(where=shown_store(url, None), command=program(args)))
+    engine = make_engine(
+        url,
+        schema=args.schema,
+        read_only=True,
+        pooler=getattr(args, "pooler", None),
+        poolclass=NullPool,
+    )
+    try:
+        current, heads, legacy = current_revisions(engine)
+        schema = store_schema(engine)
+    finally:
+        engine.dispose()
+    refuse_unknown_revisions(current)
+    shown = {
+        "where": shown_store(url, schema),
+        "current": ", ".join(sorted(current)),
+        "heads": ", ".join(sorted(heads)),
+        "command": program(args),
+    }
+    if not current:
+        raise CommandFailed(NO_STORE.format(**shown))
+    if current != heads:
+        raise CommandFailed(STORE_BEHIND.format(**shown))
+    if legacy:
+        raise CommandFailed(STORE_LEGACY.format(**shown))
+
+
+def shown_store(url: URL, schema: str | None) -> str:
+    """Where a message says the store at ``url`` in ``schema`` is (``store_location``)."""
+    where = store_location(url)
+    return f"{where}, schema '{schema}'" if schema else where
+
+
+def program(args: argparse.Namespace, *, with_tenant: bool = True) -> str:
+    """``acti-store`` and the options that chose the store, schema and tenant (not
+    ``with_tenant``: a command that names its tenant itself), as a shell takes them: the start
+    of every command a text prints for this run."""
+    words = ["acti-store"]
+    url = _url_word(args.url)
+    if url is not None:
+        words += ["--url", url]
+    schema = args.schema if args.schema is not None else os.environ.get(ENV_SCHEMA) or None
+    if schema:
+        words += ["--schema", shlex.quote(schema)]
+    tenant = args.tenant if args.tenant is not None else os.environ.get(ENV_TENANT) or None
+    if tenant and with_tenant:
+        words += ["--tenant", shlex.quote(tenant)]
+    return " ".join(words)
+
+
+def _url_word(given: str | None) -> str | None:
+    """The ``--url`` of a printed command: None when nothing chose the store (the default
+    file), ``"$ACTI_STORE_URL"`` for a URL from it or holding a password, else the URL, a
+    relative SQLite path made absolute."""
+    reference = f'"${ENV_URL}"'
+    if not given:
+        return reference if os.environ.get(ENV_URL) else None
+    url = resolve_url(given)
+    path = store_file(url)
+    if path is None:
+        shown = store_location(url)
+        return (
+            reference
+            if url.render_as_string(hide_password=False) != shown
+            else (shlex.quote(shown))
+        )
+    if not (url.database or "").startswith("file:"):
+        url = url.set(database=str(path.resolve()))
+    return shlex.quote(url.render_as_string(hide_password=False))
 
 
 def add_field_argument(

@@ -17,13 +17,16 @@ from typing import Any, Final
 from alembic import command
 from alembic.util import CommandError
 from pydantic import BaseModel
-from sqlalchemy import Engine
+from sqlalchemy.engine import URL
 
 from ..engine import (
     LEGACY_VERSION_TABLE,
     VERSION_TABLE,
     alembic_config,
+    head_revisions,
     make_engine,
+    resolve_url,
+    store_file,
     store_schema,
 )
 from ..errors import SchemaVersionError
@@ -35,6 +38,7 @@ from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.schemas import AgentNameArgs, GetAgentHistoryArgs, NoArgs, SearchAgentsArgs
 from .options import (
+    NO_STORE,
     Command,
     CommandFailed,
     add_field_argument,
@@ -44,6 +48,8 @@ from .options import (
     emit,
     field_values,
     open_from_args,
+    program,
+    shown_store,
 )
 
 #: What ``migrate --check`` says (on stderr) when the store is not at the latest revision.
@@ -124,20 +130,10 @@ def _revisions(revisions: set[str]) -> str:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
+    if args.check or args.current or args.sql:
+        return _inspect(args)
     engine = make_engine(args.url, schema=args.schema, pooler=args.pooler)
     try:
-        if args.check or args.current or args.sql:
-            current, heads, legacy = current_revisions(engine)
-            if args.sql:
-                return _print_upgrade_sql(engine, current, legacy)
-            print(f"current: {_revisions(current)}\nhead: {_revisions(heads)}")
-            if args.check and current != heads:
-                raise CommandFailed(MIGRATE_NOT_AT_HEAD)
-            if legacy:
-                if args.check:
-                    raise CommandFailed(MIGRATE_LEGACY_TABLE)
-                print(f"warning: {MIGRATE_LEGACY_TABLE}", file=sys.stderr)
-            return 0
         before, after = upgrade_schema(engine, args.to or "head")
     finally:
         engine.dispose()
@@ -149,7 +145,37 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_upgrade_sql(engine: Engine, current: set[str], legacy: bool) -> int:
+def _inspect(args: argparse.Namespace) -> int:
+    """``migrate --check``, ``--current`` and ``--sql``: they read the store on a read-only
+    engine and write nothing; a SQLite file that does not exist is a store at no revision, and
+    stays missing (no file, no folder)."""
+    url = resolve_url(args.url)
+    path = store_file(url)
+    current: set[str]
+    if path is not None and not path.exists():
+        current, heads, legacy, schema = set(), head_revisions(), False, None
+    else:
+        engine = make_engine(url, schema=args.schema, pooler=args.pooler, read_only=True)
+        try:
+            current, heads, legacy = current_revisions(engine)
+            schema = store_schema(engine)
+        finally:
+            engine.dispose()
+    if args.sql:
+        return _print_upgrade_sql(url, schema, current, legacy)
+    print(f"current: {_revisions(current)}\nhead: {_revisions(heads)}")
+    if args.check and not current:
+        raise CommandFailed(NO_STORE.format(where=shown_store(url, schema), command=program(args)))
+    if args.check and current != heads:
+        raise CommandFailed(MIGRATE_NOT_AT_HEAD)
+    if legacy:
+        if args.check:
+            raise CommandFailed(MIGRATE_LEGACY_TABLE)
+        print(f"warning: {MIGRATE_LEGACY_TABLE}", file=sys.stderr)
+    return 0
+
+
+def _print_upgrade_sql(url: URL, schema: str | None, current: set[str], legacy: bool) -> int:
     """Alembic's offline mode: the SQL that would bring the store from its revision to head,
     printed only once all of it is known: a revision whose data step must read rows (a store
     with data at an old revision) refuses before anything is printed."""
@@ -157,7 +183,7 @@ def _print_upgrade_sql(engine: Engine, current: set[str], legacy: bool) -> int:
         raise SchemaVersionError(f"{MIGRATE_LEGACY_TABLE} once, before asking for the upgrade SQL")
     if len(current) > 1:
         raise SchemaVersionError(f"the store has several revisions ({_revisions(current)})")
-    cfg = alembic_config(engine.url, store_schema(engine) or "")
+    cfg = alembic_config(url, schema or "")
     # No revision yet: an empty database, whose data steps have no rows (printed as comments).
     cfg.attributes[NO_ROWS] = not current
     cfg.output_buffer = io.StringIO()  # printed whole, or not at all
