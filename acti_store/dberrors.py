@@ -94,6 +94,14 @@ POOLER_HINT: Final = (
     "--pooler transaction), or use a direct URL"
 )
 
+#: PostgreSQL's word for a row its row-level security refused, and the other cause of one: the
+#: database login is bound to another tenant than the store's (revision 0015).
+_RLS_VIOLATION: Final = "row-level security"
+BOUND_LOGIN_HINT: Final = (
+    "; or the database login is bound to another tenant than the store's (acti-store tenants "
+    "logins lists the bindings)"
+)
+
 
 def _pooler_symptom(orig: BaseException) -> bool:
     """Whether a PostgreSQL error is one a pooler in transaction mode causes (``POOLER_HINT``):
@@ -103,7 +111,9 @@ def _pooler_symptom(orig: BaseException) -> bool:
         return True
     if getattr(orig, "sqlstate", None) not in _POOLER_SYMPTOM_SQLSTATES:
         return False
-    return _POOLER_STATEMENT in message or "row-level security" in message
+    return _POOLER_STATEMENT in message or _RLS_VIOLATION in message
+
+
 #: MariaDB/MySQL error numbers (``args[0]`` of a pymysql error; also the client's 2xxx ones):
 #: lock wait timeout and deadlock, which trying again can get past.
 _MYSQL_RETRYABLE: Final = frozenset({1205, 1213})
@@ -261,7 +271,8 @@ def unavailable(exc: BaseException, prefix: str | None = None) -> StoreUnavailab
     detail = lines[0] if lines else type(driver_error(exc)).__name__
     if _pooler_symptom(driver_error(exc)):
         opening = f"{prefix}: " if prefix else ""
-        return StoreUnavailableError(f"{opening}{POOLER_HINT}: {detail}", transient=False)
+        bound = BOUND_LOGIN_HINT if _RLS_VIOLATION in detail else ""
+        return StoreUnavailableError(f"{opening}{POOLER_HINT}{bound}: {detail}", transient=False)
     problem = _lasting_problem(exc)
     if problem is not None:
         opening = f"{prefix}: {problem}" if prefix else problem

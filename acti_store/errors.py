@@ -369,3 +369,32 @@ class ProtectedImportError(AgentStoreError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.name, self.label, self.gate, self.what))
+
+
+class LoginBindingError(AgentStoreError):
+    """Tenant-bound logins cannot be read or changed here (``bind_login``, ``unbind_login``,
+    ``login_bindings``): the store's engine has no logins its row-level security could hold
+    (only PostgreSQL has), or the session is not the store's owner, or ``role`` does not exist
+    or is one that row-level security does not hold; ``reason`` says which."""
+
+    def __init__(self, reason: str, role: str | None = None) -> None:
+        prefix = "" if role is None else f"Login {role!r} cannot be bound to a tenant: "
+        super().__init__(prefix + reason)
+        self.reason = reason
+        self.role = role
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.reason, self.role))
+
+
+class LoginNotBoundError(AgentStoreError, LookupError):
+    """``unbind_login`` of a login no binding names."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__(
+            f"Login {role!r} is not bound to a tenant (acti-store tenants logins lists them)"
+        )
+        self.role = role
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.role,))

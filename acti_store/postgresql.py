@@ -20,6 +20,10 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from .tenancy import TENANT_SETTING
 
+#: The logins bound to one tenant each, which row-level security holds to it (revision 0015;
+#: ``repository.engines.postgresql_logins``).
+TENANT_LOGINS_TABLE: Final = "agent_tenant_logins"
+
 
 def wait_ms(seconds: float) -> int:
     """A lock wait in whole milliseconds (PostgreSQL's and SQLite's), at least 1: 0 means

@@ -332,7 +332,7 @@ def test_the_downgrade_keeps_each_split_label_on_its_main_version(
     engine = make_engine(repo.engine.url)
     try:
         assert upgrade_schema(engine, "0010_changes")[1] == {"0010_changes"}
-        assert upgrade_schema(engine, "head")[1] == {"0014_tenant_lifecycle"}
+        assert upgrade_schema(engine, "head")[1] == {"0015_tenant_logins"}
     finally:
         engine.dispose()
     assert repo.labels(NAME) == {"production": 4}

@@ -88,7 +88,7 @@ def test_open_repository_migrates_once_and_is_idempotent(store_url: str) -> None
             version = conn.execute(
                 sa.text("SELECT version_num FROM acti_store_alembic_version")
             ).scalar()
-        assert version == "0014_tenant_lifecycle"
+        assert version == "0015_tenant_logins"
     finally:
         second.close()
 

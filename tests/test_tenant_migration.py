@@ -21,7 +21,7 @@ from acti_store.engine import make_engine
 from acti_store.revisions import current_revisions, upgrade_schema
 
 BEFORE = "0008_mariadb_search"
-HEAD = "0014_tenant_lifecycle"
+HEAD = "0015_tenant_logins"
 
 
 @pytest.fixture

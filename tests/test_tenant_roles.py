@@ -107,7 +107,7 @@ def test_owner_migrates_and_app_role_is_held_to_its_tenant(roles: tuple[str, str
         timeout=240,
     )
     assert done.returncode == 0, done.stderr
-    assert "now at 0014_tenant_lifecycle" in done.stdout
+    assert "now at 0015_tenant_logins" in done.stdout
 
     # What the app role does not need on the store's own records, taken back as the page says.
     run_as_superuser(url, unique(page_sql("REVOKE"), owner, app))
@@ -126,6 +126,10 @@ def test_owner_migrates_and_app_role_is_held_to_its_tenant(roles: tuple[str, str
         assert repo.get("support_bot").description == "Answers acme's customers"
         with pytest.raises(AgentNotFoundError):
             repo.get("globex_only")
+        # The registry is under row-level security too: the app role sees its own tenant,
+        # the owner (the operator) every tenant.
+        assert repo.tenants() == {"acme": 2, "default": 0}
+    with open_repository(owner_url, schema=SCHEMA) as repo:
         assert repo.tenants() == {"acme": 2, "default": 0, "globex": 2}
 
     agents = f"SELECT name, tenant FROM {SCHEMA}.agents ORDER BY name"

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from . import tenant_lifecycle
+from . import tenant_lifecycle, tenant_logins
 from .options import CommandFailed, add_store_options, open_from_args
 
 
@@ -39,4 +39,6 @@ def register(subparsers: Any) -> None:
     add_store_options(parser, read_only=True)
     parser.add_argument("--json", action="store_true", help="print a JSON object: name -> count")
     parser.set_defaults(func=_cmd_tenants)
-    tenant_lifecycle.register(parser.add_subparsers(dest="lifecycle", help="a tenant's lifecycle"))
+    commands = parser.add_subparsers(dest="lifecycle", help="a tenant's lifecycle, logins")
+    tenant_lifecycle.register(commands)
+    tenant_logins.register(commands)

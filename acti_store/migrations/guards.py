@@ -26,21 +26,45 @@ TENANT_TABLES_0009: Final = (
     "agent_version_stats",
 )
 DEFAULT_TENANT: Final = "default"
+#: The tables of a tenant's data as of revision 0011 (0010's change feed, 0011's routing).
+TENANT_TABLES_0011: Final = (
+    *TENANT_TABLES_0009,
+    "agent_changes",
+    "agent_change_counters",
+    "agent_change_checkpoints",
+    "agent_label_shares",
+    "agent_label_gates",
+)
 #: Row-level security's policy on each tenant table, and the session setting it compares.
 POLICY: Final = "tenant_isolation"
 SETTING: Final = "current_setting('acti.tenant', true)"
+#: From revision 0015: the tenant of the session's login where ``agent_tenant_logins`` binds it
+#: (``session_user``: the login, which ``SET ROLE`` and security-definer functions leave as it
+#: is), else its setting. A scalar subquery: PostgreSQL evaluates it once per statement (an
+#: InitPlan), not once per row, and the table in it is the one the policy named when made.
+BOUND_SETTING: Final = (
+    "(SELECT coalesce((SELECT bound.tenant FROM agent_tenant_logins bound "
+    f"WHERE bound.role = session_user), {SETTING}))"
+)
 
 
-def isolate_tenants(tables: Sequence[str]) -> None:
+def isolate_tenants(tables: Sequence[str], setting: str) -> None:
     """PostgreSQL: row-level security on ``tables``, forced (it binds their owner too): a
-    session sees and writes only the rows of its ``acti.tenant``."""
+    session sees and writes only the rows of its tenant, ``setting`` (``SETTING`` up to
+    revision 0014, ``BOUND_SETTING`` from 0015: a revision names the one of its time)."""
     for table in tables:
         op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
         op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
-        op.execute(
-            f"CREATE POLICY {POLICY} ON {table} "
-            f"USING (tenant = {SETTING}) WITH CHECK (tenant = {SETTING})"
-        )
+        tenant_policy(table, setting)
+
+
+def tenant_policy(table: str, setting: str, column: str = "tenant") -> None:
+    """PostgreSQL: ``table``'s policy ``POLICY``: its rows seen and written where ``column``
+    is the tenant ``setting``."""
+    op.execute(
+        f"CREATE POLICY {POLICY} ON {table} "
+        f"USING ({column} = {setting}) WITH CHECK ({column} = {setting})"
+    )
 
 
 def refuse_leaving_tenants(kept: Sequence[str]) -> None:

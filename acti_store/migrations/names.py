@@ -18,6 +18,7 @@ from sqlalchemy.schema import SchemaItem
 
 from ..engine import ENV_SCHEMA, MIGRATION_PROGRESS_TABLE, VERSION_TABLE
 from ..errors import InvalidInputError
+from ..postgresql import TENANT_LOGINS_TABLE
 from ..schema import Base
 
 #: acti_store's tables in its ORM metadata: what ``alembic check`` compares.
@@ -46,10 +47,10 @@ SQLITE_REPLACED_INDEXES: Final = frozenset(
 
 def is_acti_store_table(name: str) -> bool:
     """Whether a table of this name is one acti_store makes (ORM, search index, version table,
-    MariaDB's migration progress table)."""
+    MariaDB's migration progress table, PostgreSQL's tenant-bound logins of revision 0015)."""
     return (
         name in ORM_TABLES
-        or name in (VERSION_TABLE, MIGRATION_PROGRESS_TABLE)
+        or name in (VERSION_TABLE, MIGRATION_PROGRESS_TABLE, TENANT_LOGINS_TABLE)
         or name.startswith(SEARCH_INDEX_PREFIXES)
     )
 

@@ -29,6 +29,7 @@ from .arguments import retention, store_options
 from .asynchronous import Dispatch, GreenletDispatch, StoreThreads
 from .core import DIRECT, MAX_REPLICA_LAG, Role, StoreCore, Waits
 from .interface import AgentRepository, Clock, Mirror
+from .logins import bind_login, login_bindings, unbind_login
 from .port import RepositoryPort
 from .roles.agents import Agents
 from .roles.changes import Changes
@@ -184,6 +185,23 @@ class SqlAgentRepository(AgentRepository):
         does it for a store it opens to write, unless the store is strict."""
         resolve_mode(self._core)
         register_tenant(self._core)
+
+    def bind_login(self, role: str, tenant: str) -> None:
+        """Bind the database login ``role`` to ``tenant``: row-level security then holds its
+        sessions to that tenant's rows whatever they set (an operator's call, run as the
+        store's owner; PostgreSQL only: ``LoginBindingError`` elsewhere, or for a login that
+        row-level security does not hold). ``repository.logins``."""
+        bind_login(self._core, role, tenant)
+
+    def unbind_login(self, role: str) -> str:
+        """Take the login ``role``'s binding away; the tenant it was bound to
+        (``LoginNotBoundError`` if none). Run as the store's owner."""
+        return unbind_login(self._core, role)
+
+    def login_bindings(self) -> dict[str, str]:
+        """The tenant-bound logins, login -> tenant (the owner reads all of them, another role
+        its own only)."""
+        return login_bindings(self._core)
 
     @property
     def tenant(self) -> str:

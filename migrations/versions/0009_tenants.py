@@ -45,6 +45,7 @@ from acti_store.column_types import MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
 from acti_store.errors import SchemaVersionError
 from acti_store.migrations.guards import (
     POLICY,
+    SETTING,
     TENANT_TABLES_0009,
     isolate_tenants,
     refuse_other_tenants,
@@ -104,7 +105,7 @@ def upgrade() -> None:
         **TABLE_OPTIONS,
     )
     if dialect == "postgresql":
-        isolate_tenants(TABLES)
+        isolate_tenants(TABLES, SETTING)
 
 
 def downgrade() -> None:

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from acti_store.column_types import TABLE_OPTIONS, TIMESTAMP
-from acti_store.migrations.guards import isolate_tenants, refuse_leaving_tenants
+from acti_store.migrations.guards import SETTING, isolate_tenants, refuse_leaving_tenants
 
 revision: str = "0010_changes"
 down_revision: str | None = "0009_tenants"
@@ -73,7 +73,7 @@ def upgrade() -> None:
         **TABLE_OPTIONS,
     )
     if op.get_context().dialect.name == "postgresql":
-        isolate_tenants(TABLES)
+        isolate_tenants(TABLES, SETTING)
 
 
 def downgrade() -> None:

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from acti_store.column_types import DOUBLE_FLOAT, TABLE_OPTIONS
-from acti_store.migrations.guards import isolate_tenants, refuse_leaving_tenants
+from acti_store.migrations.guards import SETTING, isolate_tenants, refuse_leaving_tenants
 
 revision: str = "0011_label_routing"
 down_revision: str | None = "0010_changes"
@@ -86,7 +86,7 @@ def upgrade() -> None:
         )
     op.add_column("agent_label_moves", sa.Column("checks", sa.JSON(), nullable=True))
     if op.get_context().dialect.name == "postgresql":
-        isolate_tenants(TABLES)
+        isolate_tenants(TABLES, SETTING)
 
 
 def downgrade() -> None:

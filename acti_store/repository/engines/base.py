@@ -95,6 +95,30 @@ class TextIndex(Protocol):
         ...
 
 
+class TenantLogins(Protocol):
+    """An engine's database logins bound to one tenant each, which its row-level security holds
+    to that tenant whatever the session sets (PostgreSQL's ``agent_tenant_logins``, revision
+    0015). Each method runs in the caller's transaction."""
+
+    def bindings(self, cursor: Cursor) -> dict[str, str]:
+        """Every binding the session may read, login -> tenant, by login."""
+        ...
+
+    def refusal(self, cursor: Cursor, role: str | None = None) -> str | None:
+        """Why the session cannot change bindings (it is not the store's owner), or, with
+        ``role``, why ``role`` cannot be bound (it does not exist, or row-level security does
+        not hold it); None: nothing stands in the way."""
+        ...
+
+    def bind(self, cursor: Cursor, role: str, tenant: str) -> None:
+        """Bind ``role`` to ``tenant``, in place of its binding if it had one."""
+        ...
+
+    def unbind(self, cursor: Cursor, role: str) -> str | None:
+        """Take ``role``'s binding away: the tenant it was bound to, None if it was not."""
+        ...
+
+
 class EngineStrategy:
     """One database engine, as the repository runs on it. Subclasses: one per engine
     (``engines.sqlite``, ``engines.postgresql``), chosen by ``engines.strategy_for``."""
@@ -144,6 +168,8 @@ class EngineStrategy:
         when given; None: the session keeps them (and ``lock_wait_sql`` sets a lock wait)."""
         return None
 
+    #: The engine's tenant-bound logins (None: it has no logins row-level security holds).
+    tenant_logins: ClassVar[TenantLogins | None] = None
     #: The server's write position right after a commit, read in the commit's round trip by a
     #: store with read replicas; and a replica's replay position (``replicas``). None: the
     #: engine has no replicas the store reads from.

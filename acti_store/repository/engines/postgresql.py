@@ -63,6 +63,7 @@ from ..statements import (
 from ..version_statements import count_run
 from .base import EngineStrategy, Read, Statement, Write
 from .pipeline import BridgedConnection, psycopg_async_connection, psycopg_connection
+from .postgresql_logins import POSTGRESQL_LOGINS
 
 logger = logging.getLogger(__name__)
 
@@ -316,6 +317,7 @@ class PostgresqlEngine(EngineStrategy):
     name = "postgresql"
     commit_position = COMMIT_POSITION
     replay_position = REPLAY_POSITION
+    tenant_logins = POSTGRESQL_LOGINS
     begin_snapshot = (POSTGRES_BEGIN_SNAPSHOT,)
     begin_snapshot_statement = (POSTGRES_BEGIN_SNAPSHOT_STATEMENT,)
     reads_in_autocommit = True
