@@ -172,7 +172,8 @@ def test_an_interrupted_upgrade_of_a_store_with_data_is_refused(mysql_database: 
         f"error: the migration from revision {PREVIOUS} to {HEAD} (started 2026-01-02 03:04:05 "
         "UTC) was interrupted part way (killed, or it failed); MariaDB cannot undo schema "
         "changes, so the store's schema is half-made, and it holds data (in "
-        "agent_change_counters, agent_changes, agent_tags, agent_versions, agents). Nothing was "
+        "agent_change_counters, agent_changes, agent_store_settings, agent_tags, agent_versions, "
+        "agents). Nothing was "
         "changed. Restore the database from its backup, "
         "then run acti-store migrate\n"
     )
