@@ -125,7 +125,7 @@ def test_processes_of_two_tenants_share_two_server_connections_without_a_slip(
 def test_a_store_behind_the_pooler_without_the_option_is_told_to_set_it(store: Store) -> None:
     url = sa.make_url(store.app).update_query_dict({"options": f"-csearch_path={SCHEMA}"})
     with pytest.raises(StoreUnavailableError, match='pooler="transaction"') as refused:
-        open_repository(url.render_as_string(False), tenant="acme", migrate=False)
+        open_repository(url.render_as_string(False), tenant="acme", migrate=False, pooler="none")
     assert "ACTI_STORE_POOLER=transaction" in str(refused.value)
     assert not refused.value.transient
     # The same URL with the option: its schema comes from the options, made per transaction.
@@ -137,7 +137,8 @@ def test_a_store_behind_the_pooler_without_the_option_is_told_to_set_it(store: S
 def test_prepared_statements_a_pooler_loses_are_told_to_set_the_option(store: Store) -> None:
     """Two clients through one server connection, as the app role, without the option: psycopg
     prepares a statement run 5 times (``_pg3_0``, on the server connection), and the second
-    client's ``_pg3_0`` meets the first's there. The error names the option."""
+    client's ``_pg3_0`` meets the first's there. The error names the option. (``pooler="none"``
+    says so whatever ``ACTI_STORE_POOLER`` says: the pooler lane sets it.)"""
     assert POSTGRES_URL is not None
     port = sa.make_url(POSTGRES_URL).port or 5432
     app = sa.make_url(store.app).username or ""
@@ -145,8 +146,12 @@ def test_prepared_statements_a_pooler_loses_are_told_to_set_the_option(store: St
     with PgBouncer(port, users=("postgres", app), pool_size=1, settings=_NO_OPTIONS) as one:
         url = with_user(one.url(database), app)
         with (
-            open_repository(url, schema=SCHEMA, tenant="acme", migrate=False) as first,
-            open_repository(url, schema=SCHEMA, tenant="acme", migrate=False) as second,
+            open_repository(
+                url, schema=SCHEMA, tenant="acme", migrate=False, pooler="none"
+            ) as first,
+            open_repository(
+                url, schema=SCHEMA, tenant="acme", migrate=False, pooler="none"
+            ) as second,
         ):
             first.create(make_config("prepared_twice"))
             with pytest.raises(StoreUnavailableError, match='pooler="transaction"') as refused:
