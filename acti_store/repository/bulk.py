@@ -136,9 +136,7 @@ def _put(
             else item.agent.metadata.execution_count
         )
         values = config_values(item.agent) | metadata_values(item.agent.metadata, total)
-        staging.add_agent(
-            values, newest[::-1], imported_rows(item.agent, item.versions) + forced
-        )
+        staging.add_agent(values, newest[::-1], imported_rows(item.agent, item.versions) + forced)
         return outcome
     if existing is None:
         raise AgentNotFoundError(item.name)
@@ -177,8 +175,7 @@ class _Guard:
             return []
         splits = splits_from_rows(cursor.all(SHARES, keys))
         targets = {
-            label: splits.get(label, {version: 100})
-            for label, version in cursor.all(LABELS, keys)
+            label: splits.get(label, {version: 100}) for label, version in cursor.all(LABELS, keys)
         }
         moves = protected_moves(
             item.name,
