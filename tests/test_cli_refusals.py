@@ -94,7 +94,7 @@ def test_every_command_refuses_with_one_error_line_on_stderr(store: str, tmp_pat
         "protect": (["ghost", "production", "--min-runs", "5", "--url", store], ""),
         "compare": (["lead_qualifier", "1", "9", "--url", store], ""),
         "serve-mcp": (["--transport", "http", "--port", port, "--url", store], ""),
-        "tenants": (["--tenant", "acme", "--url", store], ""),
+        "tenants": (["--url", missing], ""),  # --tenant before it: tests/test_cli_entry.py
         "changes": (["--after", "999", "--url", store], ""),  # beyond the newest: a reset store
         "relay": ([*RELAY_NO_SECRET, "--url", store], ""),
     }

@@ -108,7 +108,8 @@ def emit(result: Result, after: str | None = None) -> int:
 #: Help of ``--schema``, before the command and after it.
 SCHEMA_HELP: Final = (
     f"PostgreSQL schema of the store, created if missing (default: ${ENV_SCHEMA}, else the "
-    "database's default schema; not for SQLite: use a file of its own)"
+    "database's default schema; on MariaDB a schema is a database: the store's database, in "
+    "place of the URL's; not for SQLite: use a file of its own)"
 )
 
 
@@ -118,16 +119,21 @@ TENANT_HELP: Final = (
 )
 
 
-def add_url_option(parser: argparse.ArgumentParser, *, default: Any = None) -> None:
-    """The ``--url`` and ``--schema`` options every command that opens the store takes
-    (``default``: ``argparse.SUPPRESS`` in a subcommand, which keeps what its command read)."""
+def add_url_option(
+    parser: argparse.ArgumentParser, *, default: Any = None, tenant: bool = True
+) -> None:
+    """The ``--url``, ``--schema`` and ``--tenant`` options every command that opens the store
+    takes (``default``: ``argparse.SUPPRESS`` in a subcommand, which keeps what its command
+    read). Not ``tenant``: a command that reads every tenant takes no ``--tenant`` (after it, a
+    usage error; before it, the command refuses it)."""
     parser.add_argument(
         "--url",
         default=default,
         help=f"database URL (default: ${ENV_URL}, else {DEFAULT_URL})",
     )
     parser.add_argument("--schema", default=default, metavar="NAME", help=SCHEMA_HELP)
-    parser.add_argument("--tenant", default=default, metavar="NAME", help=TENANT_HELP)
+    if tenant:
+        parser.add_argument("--tenant", default=default, metavar="NAME", help=TENANT_HELP)
 
 
 #: Why a command that only reads refuses where there is no store (no file, or no revision).
@@ -149,24 +155,31 @@ STORE_LEGACY: Final = (
 
 
 def add_store_options(
-    parser: argparse.ArgumentParser, *, read_only: bool = False, default: Any = None
+    parser: argparse.ArgumentParser,
+    *,
+    read_only: bool = False,
+    default: Any = None,
+    tenant: bool = True,
 ) -> None:
     """``--url``, and for a command that only reads (``read_only``) ``--read-only``: such a
-    command never creates a store (``open_from_args``). ``default``: ``add_url_option``."""
-    add_url_option(parser, default=default)
+    command never creates a store (``open_from_args``). ``default``, ``tenant``:
+    ``add_url_option``."""
+    add_url_option(parser, default=default, tenant=tenant)
     if read_only:
         add_read_only_option(parser)
         parser.set_defaults(only_reads=True)
 
 
+#: Help of ``--read-only``, before the command and after it.
+READ_ONLY_HELP: Final = (
+    "open the store for reading only: no migration, nothing written (a store in a read-only file "
+    "or folder)"
+)
+
+
 def add_read_only_option(parser: argparse.ArgumentParser) -> None:
     """``--read-only``: open the store for reading only (``open_repository(read_only=True)``)."""
-    parser.add_argument(
-        "--read-only",
-        action="store_true",
-        help="open the store for reading only: no migration, nothing written (a store in a "
-        "read-only file or folder)",
-    )
+    parser.add_argument("--read-only", action="store_true", help=READ_ONLY_HELP)
 
 
 def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
@@ -358,7 +371,8 @@ def package_version() -> str:
 
 
 def add_global_options(parser: argparse.ArgumentParser) -> None:
-    """``acti-store``'s own options, before the command: ``--url``, ``--schema``, ``--version``."""
+    """``acti-store``'s own options, before the command: ``--url``, ``--schema``, ``--tenant``,
+    ``--read-only``, the connection's options, ``--version``."""
     parser.add_argument(
         "--url",
         dest="global_url",
@@ -380,6 +394,12 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME",
         help=f"{TENANT_HELP}; a --tenant after the command wins",
+    )
+    parser.add_argument(
+        "--read-only",
+        dest="global_read_only",
+        action="store_true",
+        help=f"{READ_ONLY_HELP}; as --read-only after the command (one that takes none refuses it)",
     )
     add_connection_options(parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
@@ -415,8 +435,10 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_global_options(args: argparse.Namespace) -> None:
-    """Give the command the ``--url`` and ``--schema`` given before it, unless it was given
-    its own."""
+    """Give the command the ``--url``, ``--schema``, ``--tenant`` and ``--replica`` given before
+    it, unless it was given its own; ``--read-only`` before it is the command's own
+    ``--read-only``: a command without one (it writes) refuses it (``CommandFailed``, a usage
+    error in ``main``, as ``--read-only`` after such a command is)."""
     if getattr(args, "url", None) is None:
         args.url = args.global_url
     if getattr(args, "schema", None) is None:
@@ -425,6 +447,10 @@ def apply_global_options(args: argparse.Namespace) -> None:
         args.tenant = args.global_tenant
     if getattr(args, "replicas", None) is None:
         args.replicas = args.global_replicas
+    if args.global_read_only:
+        if "read_only" not in args:
+            raise CommandFailed(f"{args.command} takes no --read-only: it writes")
+        args.read_only = True
 
 
 def cli_tools(repo: AgentRepository) -> BuilderTools:

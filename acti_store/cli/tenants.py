@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
         "tenant, and each tenant a store was opened for to write. Reads every tenant, whatever "
         "the environment's ACTI_STORE_TENANT; takes no --tenant.",
     )
-    add_store_options(parser, read_only=True)
+    add_store_options(parser, read_only=True, tenant=False)
     parser.add_argument("--json", action="store_true", help="print a JSON object: name -> count")
     parser.set_defaults(func=_cmd_tenants)
     commands = parser.add_subparsers(dest="lifecycle", help="a tenant's lifecycle, logins")
