@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.pool import NullPool
 
 from ..bootstrap import open_repository
+from ..dberrors import unreachable
 from ..engine import (
     DEFAULT_URL,
     ENV_LISTEN_URL,
@@ -191,18 +192,26 @@ def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
     it raises ``CommandFailed`` saying which command makes or upgrades it (``refuse_unready``).
     """
     only_reads = getattr(args, "only_reads", False)
+    read_only = getattr(args, "read_only", False)
     if only_reads:
         refuse_unready(args)
-    return open_repository(
+    repo = open_repository(
         args.url,
         schema=args.schema,
         migrate=not only_reads,
-        read_only=getattr(args, "read_only", False),
+        read_only=read_only,
         tenant=getattr(args, "tenant", None),
         pooler=getattr(args, "pooler", None),
         listen_url=getattr(args, "listen_url", None),
         replicas=getattr(args, "replicas", None),
     )
+    if only_reads and not read_only:  # opened as a writer would be, as the migration did
+        try:
+            repo.engine.connect().close()
+        except Exception as exc:  # a store this process cannot write: say to use --read-only
+            repo.close()
+            raise unreachable(exc) from exc
+    return repo
 
 
 def refuse_unready(args: argparse.Namespace) -> None:
