@@ -55,6 +55,7 @@ PG_SCHEMA = re.compile(r"(?<![\w-])acti(?![\w-])")
 CLEARED = (
     "ACTI_STORE_URL",
     "ACTI_STORE_SCHEMA",
+    "ACTI_STORE_TENANTS",  # the examples run as a new store does: strict (the suite's is open)
     "ACTI_STORE_EXPORT_DIR",
     "ACTI_STORE_MCP_CONFIG",
     "ACTI_STORE_MCP_TOKEN",
