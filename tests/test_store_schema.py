@@ -34,6 +34,7 @@ from acti_store import (
 from acti_store.cli import main as cli_main
 from acti_store.engine import ENV_SCHEMA, SCHEMA_NAME_RULE, VERSION_TABLE, migrations_dir
 from acti_store.migrations import alembic_config
+from acti_store.postgresql import TENANT_LOGINS_TABLE
 from acti_store.schema import Base
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +44,7 @@ HOST_REVISION = "a1b2c3d4e5f6"
 #: A PostgreSQL URL nothing listens on: the checks of a schema name come before any connection.
 UNREACHABLE_PG = "postgresql+psycopg://app@127.0.0.1:9/app"
 #: The store's own tables: its ORM tables and its version table.
-STORE_TABLES = {*Base.metadata.tables, VERSION_TABLE}
+STORE_TABLES = {*Base.metadata.tables, VERSION_TABLE, TENANT_LOGINS_TABLE}  # PostgreSQL's store
 
 
 @pytest.fixture

@@ -51,7 +51,8 @@ ENGINES = {"sqlite": "sqlite", "postgresql": "postgresql", "mysql": "mysql", "ma
 
 def _modules() -> Iterator[Any]:
     for found in pkgutil.walk_packages(acti_store.__path__, "acti_store."):
-        if not found.name.endswith("__main__"):  # the CLI, run on import
+        # The CLI, and the Alembic environment of a checkout's ini: each runs on import.
+        if not found.name.endswith(("__main__", "migrations.env")):
             yield importlib.import_module(found.name)
 
 
