@@ -4,6 +4,8 @@ that version; the version CLI commands print the version tools' texts."""
 
 from __future__ import annotations
 
+from shlex import quote
+
 import pytest
 from conftest import make_config
 from langchain_core.messages import AIMessage, SystemMessage
@@ -84,12 +86,12 @@ def test_cli_version_commands(
     assert main(["versions", "lead_qualifier", *url]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Versions of agent 'lead_qualifier' (current: v2, newest first)")
-    assert f"acti-store --url {store_url} diff lead_qualifier FROM TO" in out
+    assert f"acti-store --url {quote(store_url)} diff lead_qualifier FROM TO" in out
     assert main(["diff", "lead_qualifier", "1", "2", *url]) == 0
     out = capsys.readouterr().out
     assert "\x1b[" not in out and f"  +{NEW_PROMPT}" in out  # not a terminal: no colour
     assert main(["rollback", "lead_qualifier", "1", *url]) == 0
-    assert f"acti-store --url {store_url} rollback lead_qualifier 1 --confirm " in (
+    assert f"acti-store --url {quote(store_url)} rollback lead_qualifier 1 --confirm " in (
         capsys.readouterr().out
     )
     assert repo.get("lead_qualifier").metadata.version == 2
