@@ -23,9 +23,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from conftest import MYSQL_URL, POSTGRES_URL, SKIP_MYSQL, SKIP_POSTGRES
-from fresh_database import fresh_postgres_database
 from pg_cluster import Cluster, PgBouncer, clusters_missing, pgbouncer_missing
-from test_tenant_roles import page_sql, statements, unique, with_user
+from test_tenant_roles import roles_database, with_user
 
 #: The revision before head that a store is moved back to (``acti-store migrate --to``).
 OLDER_REVISION = "0011_label_routing"
@@ -208,29 +207,11 @@ def test_postgresql_as_a_superuser_warns_that_row_level_security_is_bypassed(
 def app_role_store() -> Iterator[tuple[str, str]]:
     """A database with the roles of docs/tenants.md, the store migrated by the owner into
     ``acti``: (the owner's URL, the app role's URL), both with passwords."""
-    suffix = uuid.uuid4().hex[:10]
-    owner, app = f"acti_owner_{suffix}", f"acti_app_{suffix}"
-    sql = unique(page_sql("CREATE ROLE"), owner, app)
-    assert POSTGRES_URL is not None
-    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with fresh_postgres_database() as url:
-            engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-            try:
-                with engine.connect() as conn:
-                    for statement in statements(sql):
-                        conn.execute(sa.text(statement))
-            finally:
-                engine.dispose()
-            owner_url = with_user(url, owner)
-            done = acti_store("--schema", "acti", "migrate", "--url", owner_url)
-            assert done.returncode == 0, done.stderr
-            yield owner_url, with_user(url, app)
-    finally:
-        with admin.connect() as conn:
-            for role in (app, owner):
-                conn.execute(sa.text(f'DROP ROLE IF EXISTS "{role}"'))
-        admin.dispose()
+    with roles_database() as (url, owner, app):
+        owner_url = with_user(url, owner)
+        done = acti_store("--schema", "acti", "migrate", "--url", owner_url)
+        assert done.returncode == 0, done.stderr
+        yield owner_url, with_user(url, app)
 
 
 @needs_postgres

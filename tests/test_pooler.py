@@ -13,15 +13,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import threading
-import uuid
 from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
 from conftest import POSTGRES_URL, SKIP_POSTGRES, make_config
-from fresh_database import fresh_postgres_database
 from pg_cluster import PgBouncer, pgbouncer_missing
-from test_tenant_roles import page_sql, statements, unique, with_user
+from test_tenant_roles import roles_database, with_user
 from workers import pooled
 from workers.harness import run_children
 
@@ -54,29 +52,15 @@ class Store:
 
 @pytest.fixture(scope="module")
 def store() -> Iterator[Store]:
-    suffix = uuid.uuid4().hex[:10]
-    owner, app = f"acti_owner_{suffix}", f"acti_app_{suffix}"
-    sql = unique(page_sql("CREATE ROLE"), owner, app)
     assert POSTGRES_URL is not None
-    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     port = sa.make_url(POSTGRES_URL).port or 5432
-    try:
-        with fresh_postgres_database() as url:
-            engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-            with engine.connect() as conn:
-                for statement in statements(sql):
-                    conn.execute(sa.text(statement))
-            engine.dispose()
-            logins = ("postgres", owner, app)
-            with PgBouncer(port, users=logins, settings=_NO_OPTIONS) as pooler:
-                made = Store(url, pooler, owner, app)
-                open_repository(made.owner, schema=SCHEMA).close()
-                yield made
-    finally:
-        with admin.connect() as conn:
-            for role in (app, owner):
-                conn.execute(sa.text(f'DROP ROLE IF EXISTS "{role}"'))
-        admin.dispose()
+    with (
+        roles_database() as (url, owner, app),
+        PgBouncer(port, users=("postgres", owner, app), settings=_NO_OPTIONS) as pooler,
+    ):
+        made = Store(url, pooler, owner, app)
+        open_repository(made.owner, schema=SCHEMA).close()
+        yield made
 
 
 #: As PgBouncer is mostly deployed: a client's server options (``options=``) refused.

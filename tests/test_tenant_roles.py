@@ -14,6 +14,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -69,6 +70,14 @@ def with_user(url: str, user: str) -> str:
 @pytest.fixture
 def roles() -> Iterator[tuple[str, str, str]]:
     """A fresh database with the page's roles in it: (database URL, owner role, app role)."""
+    with roles_database() as made:
+        yield made
+
+
+@contextmanager
+def roles_database() -> Iterator[tuple[str, str, str]]:
+    """``roles`` for any scope (the pooler's and the doctor's tests use it too): a database of
+    its own with the page's roles, made unique; the roles dropped with it."""
     suffix = uuid.uuid4().hex[:10]
     owner, app = f"acti_owner_{suffix}", f"acti_app_{suffix}"
     sql = unique(page_sql("CREATE ROLE"), owner, app)
