@@ -124,3 +124,25 @@ def test_a_replica_that_stops_costs_no_error_and_is_read_again_once_it_is_back(
         assert repo.get("still_read").name == "still_read"
     repo.close()
     assert settled_scans(standby) - before >= 45
+
+
+def test_a_replica_that_lags_is_waited_for_not_read_stale() -> None:
+    """A standby that applies each commit 30 ms late (``recovery_min_apply_delay``): a read
+    right after the store's write would find the old row there; the store waits for the
+    replay instead, and every read sees its write, from the replica."""
+    delayed = {"recovery_min_apply_delay": "30ms"}
+    with (
+        Cluster("primary") as primary,
+        Cluster.standby_of(primary, settings=delayed) as standby,
+    ):
+        primary.create_database("test")
+        open_repository(primary.url("test"), export_dir="").close()
+        standby_url = standby.url("test")
+        with open_repository(primary.url("test"), replicas=[standby_url], export_dir="") as repo:
+            repo.create(make_config("read_back"))
+            before = settled_scans(standby)
+            for number in range(100):
+                description = f"Written then read at once, time {number}"
+                repo.update("read_back", AgentUpdate(description=description))
+                assert repo.get("read_back").description == description
+        assert settled_scans(standby) - before >= 100  # the replica answered them
