@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 
 from .engine import (
@@ -25,7 +26,7 @@ from .errors import ArgumentTypeError
 from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository, retention, store_options
 from .repository.core import MAX_REPLICA_LAG
-from .revisions import check_schema, upgrade_schema
+from .schema_head import at_head
 from .tenancy import DEFAULT_TENANT, resolve_create_tenant, resolve_tenant
 from .validation import ARGUMENT, flag, folder_path, optional_function, optional_of, seconds
 
@@ -150,10 +151,8 @@ def open_repository(
     )
     replica_engines = []
     try:
-        if read_only:
-            check_schema(engine)
-        elif migrate:
-            upgrade_schema(engine)
+        if (read_only or migrate) and not at_head(engine):
+            _migrate_or_check(engine, read_only)
         for replica in replica_urls:  # as the store's: its schema, pooler and lock timeout
             replica_engines.append(
                 make_engine(
@@ -189,3 +188,15 @@ def open_repository(
         repository.close()
         raise
     return repository
+
+
+def _migrate_or_check(engine: Engine, read_only: bool) -> None:
+    """A store not recognised at head (``schema_head.at_head``): read-only, refused unless
+    Alembic finds it at head after all; else brought there. Alembic and the migration scripts
+    are loaded here, only for such a store."""
+    from .revisions import check_schema, upgrade_schema
+
+    if read_only:
+        check_schema(engine)
+    else:
+        upgrade_schema(engine)

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
@@ -41,6 +39,7 @@ from .sqlite import switch_to_wal as switch_to_wal
 from .validation import ARGUMENT
 
 if TYPE_CHECKING:  # imported when first made: it needs greenlet, which only [postgres] installs
+    from alembic.config import Config  # Alembic only when a migration is due (schema_head)
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 ENV_URL: Final = "ACTI_STORE_URL"
@@ -284,6 +283,8 @@ def alembic_config(url: URL | None = None, schema: str | None = None) -> Config:
     """An Alembic config for our migrations (no alembic.ini needed); the public form is
     ``acti_store.migrations.alembic_config``. ``schema`` (PostgreSQL) as ``make_engine`` takes
     it: None leaves it to ``ACTI_STORE_SCHEMA``, ``""`` is the default schema."""
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if url is not None:
@@ -299,6 +300,8 @@ def alembic_config(url: URL | None = None, schema: str | None = None) -> Config:
 
 def head_revisions() -> set[str]:
     """The heads of acti_store's migrations: the revisions of a store at the latest."""
+    from alembic.script import ScriptDirectory
+
     return set(ScriptDirectory.from_config(alembic_config()).get_heads())
 
 

@@ -10,8 +10,6 @@ the first migration that needs it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Final
 
 from alembic import command
@@ -35,6 +33,9 @@ from .engine import (
 )
 from .errors import InvalidInputError, SchemaVersionError, StoreUnavailableError, StoreUrlError
 from .migrations.names import ORM_TABLES, is_acti_store_table
+from .schema_head import MigrationProgress
+from .schema_head import has_progress_table as _has_progress_table
+from .schema_head import progress as _progress
 
 #: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
 _PG_MIGRATION_LOCK: Final = 0x61637469
@@ -56,22 +57,6 @@ _PROGRESS_DDL: Final = (
     f"CREATE TABLE IF NOT EXISTS {MIGRATION_PROGRESS_TABLE} (started_at DATETIME(6) NOT NULL, "
     "from_revision VARCHAR(255) NOT NULL, to_revision VARCHAR(255) NOT NULL) ENGINE=InnoDB"
 )
-
-
-@dataclass(frozen=True)
-class MigrationProgress:
-    """The marker row of a MariaDB migration under way (or interrupted): where it started from
-    and where it was going (revisions joined by commas; ``""``: none, base)."""
-
-    started_at: datetime
-    from_revision: str
-    to_revision: str
-
-    def describe(self) -> str:
-        return (
-            f"the migration from revision {self.from_revision or 'none'} to "
-            f"{self.to_revision or 'base'} (started {self.started_at:%Y-%m-%d %H:%M:%S} UTC)"
-        )
 
 
 def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[str]]:
@@ -210,28 +195,6 @@ def recover_interrupted_migration(conn: Connection) -> None:
                 conn.execute(text("SET SESSION foreign_key_checks = 1"))
     if progress is not None or _has_progress_table(conn):
         conn.execute(text(f"DROP TABLE IF EXISTS {MIGRATION_PROGRESS_TABLE}"))
-
-
-def _progress(conn: Connection) -> MigrationProgress | None:
-    """The marker of a MariaDB migration under way or interrupted (``mark_migration``); None
-    without one (and on the other engines)."""
-    if conn.dialect.name not in MYSQL_DIALECTS or not _has_progress_table(conn):
-        return None
-    columns = "started_at, from_revision, to_revision"
-    query = text(f"SELECT {columns} FROM {MIGRATION_PROGRESS_TABLE} LIMIT 1")
-    row = conn.execute(query).mappings().first()
-    return None if row is None else MigrationProgress(**row)
-
-
-def _has_progress_table(conn: Connection) -> bool:
-    found = conn.execute(
-        text(
-            "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() "
-            "AND table_name = :name"
-        ),
-        {"name": MIGRATION_PROGRESS_TABLE},
-    ).first()
-    return found is not None
 
 
 def _has_rows(conn: Connection, table: str) -> bool:

@@ -8,11 +8,12 @@ import argparse
 import json
 from typing import Any
 
-from ..doctor import diagnose, healthy, report
 from .options import add_url_option
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    from ..doctor import diagnose, healthy, report  # Alembic's scripts: only for this command
+
     # --pooler (acti-store's own option) and --replica when given, else the environment's.
     findings = diagnose(
         args.url,

@@ -37,7 +37,7 @@ from ..engine import (
     store_schema,
 )
 from ..repository import AgentRepository, SqlAgentRepository
-from ..revisions import current_revisions, refuse_unknown_revisions
+from ..schema_head import at_head
 from ..tenancy import DEFAULT_TENANT, ENV_TENANT
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
@@ -231,6 +231,10 @@ def refuse_unready(args: argparse.Namespace) -> None:
         poolclass=NullPool,
     )
     try:
+        if at_head(engine):
+            return
+        from ..revisions import current_revisions, refuse_unknown_revisions
+
         current, heads, legacy = current_revisions(engine)
         schema = store_schema(engine)
     finally:

@@ -14,8 +14,6 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
-from alembic import command
-from alembic.util import CommandError
 from pydantic import BaseModel
 from sqlalchemy.engine import URL
 
@@ -30,10 +28,8 @@ from ..engine import (
     store_schema,
 )
 from ..errors import SchemaVersionError
-from ..migrations.offline import NO_ROWS
 from ..models import SEARCH_LIMIT_MAX, SORT_FIELDS, AgentConfig, ExecutionRecord
 from ..repository import SqlAgentRepository
-from ..revisions import current_revisions, upgrade_schema
 from ..tools.builder import BuilderTools
 from ..tools.outcomes import Result
 from ..tools.schemas import AgentNameArgs, GetAgentHistoryArgs, NoArgs, SearchAgentsArgs
@@ -132,6 +128,8 @@ def _revisions(revisions: set[str]) -> str:
 def _cmd_migrate(args: argparse.Namespace) -> int:
     if args.check or args.current or args.sql:
         return _inspect(args)
+    from ..revisions import upgrade_schema  # Alembic: only the commands that migrate load it
+
     engine = make_engine(args.url, schema=args.schema, pooler=args.pooler)
     try:
         before, after = upgrade_schema(engine, args.to or "head")
@@ -149,6 +147,8 @@ def _inspect(args: argparse.Namespace) -> int:
     """``migrate --check``, ``--current`` and ``--sql``: they read the store on a read-only
     engine and write nothing; a SQLite file that does not exist is a store at no revision, and
     stays missing (no file, no folder)."""
+    from ..revisions import current_revisions
+
     url = resolve_url(args.url)
     path = store_file(url)
     current: set[str]
@@ -183,6 +183,11 @@ def _print_upgrade_sql(url: URL, schema: str | None, current: set[str], legacy: 
         raise SchemaVersionError(f"{MIGRATE_LEGACY_TABLE} once, before asking for the upgrade SQL")
     if len(current) > 1:
         raise SchemaVersionError(f"the store has several revisions ({_revisions(current)})")
+    from alembic import command
+    from alembic.util import CommandError
+
+    from ..migrations.offline import NO_ROWS
+
     cfg = alembic_config(url, schema or "")
     # No revision yet: an empty database, whose data steps have no rows (printed as comments).
     cfg.attributes[NO_ROWS] = not current
