@@ -9,33 +9,42 @@ export reads, text index, bulk loading), entered in ``_ENGINES``; its connection
 
 from __future__ import annotations
 
+import importlib
 from typing import Final
 
 from ...errors import StoreUrlError
 from .base import EngineStrategy, TextIndex
-from .mysql import MariadbEngine, MysqlEngine
-from .postgresql import PostgresqlEngine
-from .sqlite import SqliteEngine
 
-#: The strategy of each engine, by SQLAlchemy dialect name (``Dialect.name``).
-_ENGINES: Final[dict[str, EngineStrategy]] = {
-    strategy.name: strategy
-    for strategy in (SqliteEngine(), PostgresqlEngine(), MysqlEngine(), MariadbEngine())
+#: The module and class of each engine's strategy, by SQLAlchemy dialect name
+#: (``Dialect.name``): a module is imported when its engine is first used, so a SQLite store
+#: never loads SQLAlchemy's PostgreSQL or MySQL dialect (``tests/test_cold_start.py``).
+_ENGINES: Final = {
+    "sqlite": ("sqlite", "SqliteEngine"),
+    "postgresql": ("postgresql", "PostgresqlEngine"),
+    "mysql": ("mysql", "MysqlEngine"),
+    "mariadb": ("mysql", "MariadbEngine"),
 }
 #: The dialect names of the engines the repository runs on.
 ENGINE_NAMES: Final = frozenset(_ENGINES)
+#: The strategies made so far (one per engine and process).
+_STRATEGIES: Final[dict[str, EngineStrategy]] = {}
 
 
 def strategy_for(dialect_name: str) -> EngineStrategy:
     """The strategy of the engine ``dialect_name`` names; ``StoreUrlError`` for one the
     repository does not run on (``acti_store.engine.resolve_url`` refuses its URLs first)."""
+    strategy = _STRATEGIES.get(dialect_name)
+    if strategy is not None:
+        return strategy
     try:
-        return _ENGINES[dialect_name]
+        module, name = _ENGINES[dialect_name]
     except KeyError:
         supported = ", ".join(sorted(_ENGINES))
         raise StoreUrlError(
             f"acti_store does not support {dialect_name} databases (it runs on {supported})"
         ) from None
+    made: EngineStrategy = getattr(importlib.import_module(f".{module}", __name__), name)()
+    return _STRATEGIES.setdefault(dialect_name, made)
 
 
 __all__ = ["ENGINE_NAMES", "EngineStrategy", "TextIndex", "strategy_for"]
