@@ -336,8 +336,10 @@ def test_processes_opening_a_store_with_the_old_version_table_at_once_all_succee
 #: What a store without its tables says, on every engine, to every call that reads or writes.
 TABLES_MISSING = "the store's tables are missing (run `acti-store migrate`): "
 #: The table the engine's error names after it: the first missing one the call reads, ``agents``
-#: (or, for a search on MariaDB, its trigram table ``agent_trigrams``, which it reads first).
-MISSING_TABLES = ("agents", "agent_trigrams", "agent_change_counters")  # a create locks its counter
+#: (or, for a search on MariaDB, its trigram table ``agent_trigrams``, which it reads first; a
+#: create first locks its tenant's counter, or on SQLite, whose write lock is the store's, reads
+#: its tenant's registration).
+MISSING_TABLES = ("agents", "agent_trigrams", "agent_change_counters", "agent_tenants")
 
 
 def test_a_store_opened_without_migrating_says_its_tables_are_missing(store_url: str) -> None:

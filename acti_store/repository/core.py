@@ -327,7 +327,8 @@ class StoreCore:
         self._next_prune = now + min(keep.total_seconds() / 10, PRUNE_EVERY_MAX)
         before = self.now() - keep
         try:
-            self.write(lambda cursor: prune(cursor, before))
+            feed = self.kind.feed_statements()
+            self.write(lambda cursor: prune(cursor, before, feed))
         except AgentStoreError:
             self._next_prune = 0.0
             logger.warning("could not prune the change feed", exc_info=True)

@@ -8,7 +8,9 @@ second writer numbers its changes only once the first has committed: numbers are
 order, and a consumer that has read change 10 will never see a 9 commit after it. (PostgreSQL's
 and MariaDB's sequences give numbers at insert time: 10 can commit before 9, and a reader of
 ``seq > 9`` then never sees 9.) The lock is taken last, so a writer holds it only for its
-commit, and waits on it holding no lock another writer needs after it (no deadlock).
+commit, and waits on it holding no lock another writer needs after it (no deadlock). An engine
+whose writers take turns for the whole transaction numbers each change after the feed's newest
+instead, with no counter moved (``FeedStatements.counter`` None: ``engines.sqlite``).
 """
 
 from __future__ import annotations
@@ -151,12 +153,23 @@ def changed(
 
 
 class FeedStatements(NamedTuple):
-    """An engine's statements for ``append_changes`` (``EngineStrategy.feed_statements``)."""
+    """An engine's statements of the change feed (``EngineStrategy.feed_statements``): how a
+    write appends its changes (``append_changes``), how the feed is read and pruned."""
 
-    #: The tenant's counter moved by ``count`` (the engine's upsert: ``count_changes``).
-    counter: Prepared
+    #: The tenant's counter moved by ``count`` (the engine's upsert: ``count_changes``), or
+    #: None: ``insert`` numbers each change after the feed's last number itself (an engine whose
+    #: writers take turns for the whole transaction: ``engines.sqlite``).
+    counter: Prepared | None
     #: Wakes the engine's watchers (PostgreSQL's NOTIFY), or None: they poll.
     notify: Prepared | None
+    #: One change (parameters ``count``, ``k`` and the change's: ``INSERT_CHANGE``).
+    insert: Prepared = INSERT_CHANGE
+    #: The tenant's newest change number (no row: none yet).
+    last: Prepared = LAST_SEQ
+    #: The changes after ``after``, at most ``limit``, behind the feed's figures (``FEED``).
+    read: Prepared = FEED
+    #: The feed marked pruned through ``through`` (``MARK_PRUNED``).
+    mark_pruned: Prepared = MARK_PRUNED
 
 
 def append_changes(cursor: Cursor, statements: FeedStatements) -> None:
@@ -167,21 +180,22 @@ def append_changes(cursor: Cursor, statements: FeedStatements) -> None:
     if not named:
         return
     count = len(named)
-    cursor.send(statements.counter, {"count": count})
+    if statements.counter is not None:
+        cursor.send(statements.counter, {"count": count})
     rows = [
         {"count": count, "k": k, "kind": kind, "agent": agent, "version": version}
         | {"label": label, "at": at}
         for k, (kind, agent, version, label, at) in enumerate(named, 1)
     ]
     if count == 1:  # a write's one change: the driver's plain execute, cheaper than many
-        cursor.send(INSERT_CHANGE, rows[0])
+        cursor.send(statements.insert, rows[0])
     else:
-        cursor.executemany(INSERT_CHANGE, rows)
+        cursor.executemany(statements.insert, rows)
     if statements.notify is not None:
         cursor.send(statements.notify)
 
 
-def prune(cursor: Cursor, before: datetime) -> int:
+def prune(cursor: Cursor, before: datetime, statements: FeedStatements) -> int:
     """Delete the changes made before ``before`` up to the first one made at or after it, and
     mark the feed pruned through the last deleted; how many were deleted. By number, not by
     time: what stays is every change from one on, so the feed never has a hole (the clocks of
@@ -189,13 +203,13 @@ def prune(cursor: Cursor, before: datetime) -> int:
     after a later one stays)."""
     kept = cursor.first(FIRST_KEPT, {"before": before})
     if kept is None:  # every change is older: all go, up to the newest
-        last = cursor.first(LAST_SEQ)
+        last = cursor.first(statements.last)
         through = 0 if last is None else last[0]
     else:
         through = kept[0] - 1
     pruned = cursor.execute(PRUNE_CHANGES, {"through": through}) if through > 0 else 0
     if pruned:  # last: the counter's row lock, for the commit only
-        cursor.execute(MARK_PRUNED, {"through": through})
+        cursor.execute(statements.mark_pruned, {"through": through})
     return pruned
 
 

@@ -9,7 +9,8 @@ commit anyway, which the app role may update, unlike the registry) and then coun
 against its limit (``max_agents``): two writers of one tenant take turns there, so together they
 never pass it, and a tenant being deleted (``delete_tenant`` takes the same lock first) is
 either erased after the write or refused to it. Registering a tenant or setting its limit makes
-its counter row, so that the lock is there from its first write.
+its counter row, so that the lock is there from its first write. On SQLite the write
+transaction holds the store's one write lock from its start, and no row is locked.
 """
 
 from __future__ import annotations
@@ -103,9 +104,14 @@ def _registers(cursor: Cursor, core: StoreCore) -> bool:
 def admit(cursor: Cursor, core: StoreCore, adding: int) -> int | None:
     """In a write's transaction, before it adds ``adding`` agents to the store's tenant: its
     row locked, the tenant registered (or ``TenantNotFoundError`` in a strict store), and its
-    agents counted against its limit (``TenantLimitError``). The limit (None: none)."""
+    agents counted against its limit (``TenantLimitError``). The limit (None: none).
+
+    The lock's answer is not waited for (in a pipeline it goes with the registration's read:
+    one round trip), and where a write transaction excludes every other writer from its start
+    (SQLite) the lock is not taken at all."""
     tenant = core.tenant
-    cursor.first(_LOCK)
+    if not core.kind.writes_one_at_a_time:
+        cursor.send(_LOCK)
     row = cursor.first(_ADMIT, {"name": tenant})
     if row is None:
         if tenant != DEFAULT_TENANT:

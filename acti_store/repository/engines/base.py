@@ -144,6 +144,10 @@ class EngineStrategy:
     driver_begins: ClassVar[bool] = True
     #: The coroutines run on an async engine of the store's URL (else on the store's threads).
     async_engine: ClassVar[bool] = False
+    #: A write transaction holds the store's only write lock from its first statement (SQLite's
+    #: ``BEGIN IMMEDIATE``): no row lock is needed to order two writers, and none is taken
+    #: (``tenant_admin.admit``).
+    writes_one_at_a_time: ClassVar[bool] = False
 
     def read_begin(self, snapshot: bool) -> Begin:
         """The first statements of a read (``snapshot``: of several statements)."""
@@ -243,7 +247,8 @@ class EngineStrategy:
     notify_changes: ClassVar[Prepared | None] = None
 
     def feed_statements(self) -> FeedStatements:
-        """The statements that append a write's changes (``feed.append_changes``)."""
+        """The statements that append a write's changes (``feed.append_changes``), read the
+        feed and prune it."""
         if self.count_changes is None:
             raise NotImplementedError(f"{self.name}: no statement counts the changes")
         return FeedStatements(self.count_changes, self.notify_changes)

@@ -27,8 +27,6 @@ from ...validation import instance, integer, quoted, seconds
 from ..core import Role
 from ..feed import (
     CHECKPOINT,
-    FEED,
-    LAST_SEQ,
     change_from_row,
     feed_rows,
     prune,
@@ -77,9 +75,10 @@ class Changes(Role):
         start = None if after is None else _position(after)
         limit = integer(limit, "limit", 1, CHANGES_LIMIT_MAX)
         tenant = self._core.tenant
+        feed = self._core.kind.feed_statements()
 
         def work(cursor: Cursor) -> list[Change]:
-            rows = cursor.all(FEED, {"after": start or 0, "limit": limit})
+            rows = cursor.all(feed.read, {"after": start or 0, "limit": limit})
             last, pruned, found = feed_rows(rows)
             if start is not None and (start < pruned or start > last):
                 raise ChangesExpiredError(start, pruned + 1, last)
@@ -88,8 +87,10 @@ class Changes(Role):
         return self._read(work)
 
     def last_change(self) -> int:
+        last = self._core.kind.feed_statements().last
+
         def work(cursor: Cursor) -> int:
-            row = cursor.first(LAST_SEQ)
+            row = cursor.first(last)
             return 0 if row is None else int(row[0])
 
         return self._read(work)
@@ -99,7 +100,8 @@ class Changes(Role):
         if before.tzinfo is None:
             raise InvalidInputError("argument", [("before", "must carry its time zone")])
 
-        return self._write(lambda cursor: prune(cursor, before))
+        feed = self._core.kind.feed_statements()
+        return self._write(lambda cursor: prune(cursor, before, feed))
 
     def checkpoint(self, name: str) -> int | None:
         name = _consumer(name)
