@@ -38,6 +38,9 @@ from acti_store.tools import make_builder_tools
 from acti_store.tools.builder import BuilderTools
 from acti_store.tools.specs import async_variants
 
+#: Every store_url here is at head: the tests open it with options, not to migrate it.
+pytestmark = pytest.mark.store_at_head
+
 #: The heartbeat's period, and the longest it may wake late (the issue's target) beyond how late
 #: it wakes on an idle loop just before (the machine's own noise: 15 ms at a load of 8 on 2 cores).
 #: The storm is measured up to five times before the test fails: a loaded machine deschedules

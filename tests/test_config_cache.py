@@ -31,6 +31,9 @@ from acti_store import (
 )
 from acti_store.routing import pick
 
+#: Every store_url here is at head: the tests open it with options, not to migrate it.
+pytestmark = pytest.mark.store_at_head
+
 #: What a poll may take beyond ``max_staleness``: a get that reads the store, scheduling.
 MARGIN = 0.3
 

@@ -14,6 +14,9 @@ from acti_store.execution import AgentRunner, McpCatalog
 from acti_store.testing import ScriptedChatModel
 from acti_store.tools.builder import BuilderTools
 
+#: Every store_url here is at head: the tests open it with options, not to migrate it.
+pytestmark = pytest.mark.store_at_head
+
 
 @pytest.fixture
 def reader(store_url: str) -> Iterator[SqlAgentRepository]:

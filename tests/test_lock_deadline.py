@@ -22,6 +22,9 @@ from acti_store.repository.deadline import TryAgain, within_deadline
 from acti_store.repository.engines import postgresql as postgresql_engine
 from acti_store.sqlexec import Answer
 
+#: Every store_url here is at head: the tests open it with options, not to migrate it.
+pytestmark = pytest.mark.store_at_head
+
 LOCK_TIMEOUT = 2.0
 #: How far past the deadline a failing call may end: 10 %.
 SLACK = 0.1 * LOCK_TIMEOUT

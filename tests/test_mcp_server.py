@@ -29,7 +29,9 @@ from acti_store.tools import make_builder_tools
 from acti_store.tools.agent import APPROVALS, BUILDER_SYSTEM_PROMPT
 from acti_store.tools.specs import TOOL_SPECS
 
-pytestmark = pytest.mark.slow  # each test starts serve-mcp (or runs agents) in processes
+# each test starts serve-mcp (or runs agents) in processes,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 LEAD = {
     "name": "lead_qualifier",

@@ -26,7 +26,9 @@ from acti_store.tools.specs import TOOL_SPECS
 
 LEAD: dict[str, Any] = make_config().model_dump(mode="json")
 
-pytestmark = pytest.mark.slow  # each test starts serve-mcp (or runs agents) in processes
+# each test starts serve-mcp (or runs agents) in processes,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 
 def text_of(message: ToolMessage) -> str:

@@ -40,7 +40,9 @@ CREATE = {
     },
 }
 
-pytestmark = pytest.mark.slow  # each test starts serve-mcp (or runs agents) in processes
+# each test starts serve-mcp (or runs agents) in processes,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

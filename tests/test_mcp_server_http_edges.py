@@ -18,7 +18,9 @@ from mcp_harness import INITIALIZE, acti_store, free_port, http_process, http_se
 from acti_store.mcp_server.defaults import ENV_TOKEN
 from acti_store.mcp_server.events import RecentEvents
 
-pytestmark = pytest.mark.slow  # each test starts serve-mcp in a process
+# each test starts serve-mcp in a process,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 TOKEN = "sentinel-edges-token-5e1f"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -18,7 +18,9 @@ from mcp_harness import TRANSPORTS, acti_store, served
 from acti_store import SqlAgentRepository, open_repository
 from acti_store.models import STRATA
 
-pytestmark = pytest.mark.slow  # each test starts serve-mcp in a process
+# each test starts serve-mcp in a process,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 AGENT_TEMPLATE = types.ResourceTemplateReference(type="ref/resource", uri="acti://agents/{name}")
 HISTORY_TEMPLATE = types.ResourceTemplateReference(

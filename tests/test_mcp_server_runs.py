@@ -55,7 +55,9 @@ CRM_TOKEN = "sentinel-crm-token-5f1e9a"
 SERVER_SECRET = "sentinel-server-secret-91b3e7"
 BEARER = "sentinel-mcp-bearer-2c88f1"
 
-pytestmark = pytest.mark.slow  # each test starts serve-mcp (or runs agents) in processes
+# each test starts serve-mcp (or runs agents) in processes,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 
 def text_of(result: types.CallToolResult) -> str:

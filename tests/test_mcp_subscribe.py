@@ -19,7 +19,9 @@ from test_config_cache import committed_at, in_another_process
 
 from acti_store import open_repository
 
-pytestmark = pytest.mark.slow  # serve-mcp and the writers run in processes of their own
+# serve-mcp and the writers run in processes of their own,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 #: How long a notification may take to arrive, at most (the goal is well under a second).
 ARRIVES_WITHIN = 10.0

@@ -39,7 +39,9 @@ from mcp_harness import (
 from acti_store import open_repository
 from acti_store.mcp_server.defaults import ENV_TOKEN
 
-pytestmark = pytest.mark.slow  # each test starts serve-mcp in a process
+# each test starts serve-mcp in a process,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 KEEP = "keep-sentinel-token-7d21c0a9e4f3"
 DROP = "drop-sentinel-token-1b8e6f3c2a90"

@@ -18,7 +18,9 @@ from acti_store import ExecutionRecord, open_repository
 from acti_store.mcp_server.tools import ARTIFACT_SCHEMA
 from acti_store.tools.specs import TOOL_SPECS, VERSION_TOOL_SPECS
 
-pytestmark = pytest.mark.slow  # each test starts serve-mcp in a process
+# each test starts serve-mcp in a process,
+# each on a store at head (the migrations are tested on their own)
+pytestmark = [pytest.mark.slow, pytest.mark.store_at_head]
 
 NAME = "lead_qualifier"
 SPLIT = [{"version": 1, "weight": 90}, {"version": 2, "weight": 10}]
