@@ -17,16 +17,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..engine import store_schema
 from ..repository import SqlAgentRepository
 from ..tools.builder import BuilderTools
 from ..tools.texts import CLI_CALLS
-from ..tools.version_texts import VERSION_CLI_CALLS
-from ..tools.version_tools import VersionTools
 from .options import CommandFailed
 from .options import program as program  # the start of a printed command
+
+if TYPE_CHECKING:
+    from ..tools.version_tools import VersionTools
 
 #: How many hexadecimal digits of the SHA-256 a code keeps: a mistake, not an attacker, is what
 #: it catches.
@@ -99,6 +100,10 @@ def tools(repo: SqlAgentRepository, args: argparse.Namespace, code: str = "") ->
 def version_tools(
     repo: SqlAgentRepository, args: argparse.Namespace, code: str = ""
 ) -> VersionTools:
-    """The version tools' logic on ``repo``, worded as ``tools``."""
+    """The version tools' logic on ``repo``, worded as ``tools`` (loaded by the commands that
+    use them: their argument models are not every call's)."""
+    from ..tools.version_texts import VERSION_CLI_CALLS
+    from ..tools.version_tools import VersionTools
+
     calls = VERSION_CLI_CALLS._replace(program=program(args), code=code)
     return VersionTools(tools(repo, args), calls)

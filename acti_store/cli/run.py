@@ -12,8 +12,7 @@ import argparse
 from typing import Any
 
 from ..documents import agent_from_document
-from ..execution.catalog import ENV_CONFIG
-from ..execution.texts import CLI_RUN_CALLS
+from ..execution.environment import ENV_CONFIG
 from ..models import ExecutionRequest
 from ..tools import render
 from ..tools.schemas import ExecuteCreatedAgentArgs as ARGS
@@ -35,6 +34,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from ..execution.runner import AgentRunner  # the ``agents`` extra; heavy to import
     except ImportError as exc:
         raise CommandFailed(one_line(render.agents_extra_missing(args.name, exc))) from None
+    from ..execution.texts import CLI_RUN_CALLS  # with the runner's results, only for a run
+
     repo = open_from_args(args)
     try:
         # The agent as ``show`` finds it: a wrong or missing name gets show's text (the names).

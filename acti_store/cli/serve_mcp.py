@@ -26,7 +26,7 @@ import anyio
 import anyio.to_thread
 
 from ..bootstrap import open_repository
-from ..execution.catalog import ENV_CONFIG
+from ..execution.environment import ENV_CONFIG
 from ..mcp_server.defaults import DEFAULT_HOST, DEFAULT_PORT, ENV_TOKEN, PATH
 from ..mcp_server.tokens import MIN_TOKEN_LENGTH, Grant, TokenFile, TokenFileError
 from ..repository import SqlAgentRepository

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import AgentNotFoundError
 from ..models import is_valid_name
@@ -21,7 +21,6 @@ from ..repository import SqlAgentRepository
 from ..routing import SPLIT_MAX, TOTAL, spelled
 from ..tools.outcomes import Result
 from ..tools.version_texts import ROLLBACK_TARGET, VERSIONS_LIMIT_DEFAULT, VERSIONS_LIMIT_MAX
-from ..tools.version_tools import VersionTools
 from ..versioning import is_valid_label
 from . import confirm
 from .options import (
@@ -31,6 +30,9 @@ from .options import (
     one_line,
     open_from_args,
 )
+
+if TYPE_CHECKING:
+    from ..tools.version_tools import VersionTools
 
 #: ANSI colours of a diff's lines, by their first characters (after the report's indent).
 _COLOURS: Final = (("  +++", ""), ("  ---", ""), ("  +", "32"), ("  -", "31"), ("  @@", "36"))

@@ -19,32 +19,46 @@ Needs the ``agents`` extra (deepagents, langchain, langchain-mcp-adapters, mcp).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from .catalog import DEFAULT_CATEGORIES, ENV_CONFIG, CategorySpec, McpCatalog, McpCatalogError
-from .redaction import MODEL_API_KEYS
-from .results import ExecutionResult, RunReport, ToolCallRecord, Unavailable
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from .catalog import DEFAULT_CATEGORIES, ENV_CONFIG, CategorySpec, McpCatalog, McpCatalogError
     from .pool import RunnerClosedError, UnclosedRunnerWarning
+    from .redaction import MODEL_API_KEYS
+    from .results import ExecutionResult, RunReport, ToolCallRecord, Unavailable
     from .runner import AgentRunner, ModelFactory
 
-_RUNNER_NAMES = ("AgentRunner", "ModelFactory")
-_POOL_NAMES = ("RunnerClosedError", "UnclosedRunnerWarning")
+#: Each export and its module, imported on first use: the runner pulls in langchain, langgraph
+#: and deepagents (seconds), and the catalog and results pydantic models; a command that only
+#: reads one of this package's modules (``acti-store``'s help texts) loads that module alone.
+_EXPORTS: Final = {
+    "AgentRunner": "runner",
+    "CategorySpec": "catalog",
+    "DEFAULT_CATEGORIES": "catalog",
+    "ENV_CONFIG": "catalog",
+    "ExecutionResult": "results",
+    "MODEL_API_KEYS": "redaction",
+    "McpCatalog": "catalog",
+    "McpCatalogError": "catalog",
+    "ModelFactory": "runner",
+    "RunReport": "results",
+    "RunnerClosedError": "pool",
+    "ToolCallRecord": "results",
+    "Unavailable": "results",
+    "UnclosedRunnerWarning": "pool",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # The runner pulls in langchain, langgraph and deepagents (seconds): import it on first use,
-    # so that ``acti-store`` commands that never run an agent start fast.
-    if name in _RUNNER_NAMES:
-        from . import runner
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
-        return getattr(runner, name)
-    if name in _POOL_NAMES:
-        from . import pool
 
-        return getattr(pool, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [

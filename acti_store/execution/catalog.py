@@ -38,8 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from ..errors import AgentStoreError
 from ..models import TOOL_CATEGORIES
 from ..validation import field_errors
+from .environment import ENV_CONFIG as ENV_CONFIG
 
-ENV_CONFIG: Final = "ACTI_STORE_MCP_CONFIG"
 #: Variables every stdio server gets besides its category's own.
 BASE_ENV: Final[tuple[str, ...]] = ("PATH", "HOME")
 STDIO_TRANSPORT: Final = "stdio"

@@ -29,7 +29,6 @@ from mcp.shared.exceptions import McpError
 from ..errors import AgentStoreError
 from ..tools import render
 from ..tools.builder import BuilderTools
-from ..tools.defaults import load_agent_stack
 from ..tools.outcomes import Result
 from . import approval, prompts, texts
 from .completions import Completions
@@ -86,6 +85,9 @@ def build_server(
     # The tools that write, not served read-only: a call says so, not "unknown tool".
     withheld = {spec.name for specs, _ in declarations for spec in specs} - tools.keys()
     if "execute_created_agent" in tools:
+        # LangChain's tool classes come with it: a server without that tool loads neither.
+        from ..tools.defaults import load_agent_stack
+
         load_agent_stack()  # seconds of imports holding the GIL: now, not on a client's first run
     resources = Resources(builder)
     completions = Completions(builder)
