@@ -71,7 +71,11 @@ _SORT_COLUMNS: Final[Mapping[str, ColumnElement[Any]]] = {
     "updated_at": agents.c.updated_at,
     "execution_count": agents.c.execution_count,
 }
-_LIMIT: Final = bindparam("limit", type_=Integer())
+#: The parameters' types, one instance each: SQLAlchemy adapts a type to a dialect once per
+#: instance (``TypeEngine.dialect_impl``), so a new shape's parameters reuse what the last made.
+_TEXT: Final = String()
+_INTEGER: Final = Integer()
+_LIMIT: Final = bindparam("limit", type_=_INTEGER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,10 +219,10 @@ def _counted_among(shape: _Shape, index: TextIndex, matches: SelectBase) -> Sele
     with no statistics, walks the tenant's index past every agent then (30 ms at 100,000
     agents for a word no agent has, 60-180 ms for a common one)."""
     found = matches.subquery()
-    parts = [select(found.c.id, literal_column("1", Integer()).label("matched"))]
+    parts = [select(found.c.id, literal_column("1", _INTEGER).label("matched"))]
     if index.changed_ids is not None:
         changed = index.changed_ids.subquery()
-        parts.append(select(*changed.c, literal_column("0", Integer())))
+        parts.append(select(*changed.c, literal_column("0", _INTEGER)))
     candidates = union_all(*parts).subquery()
     condition = _condition(shape, _indexed_column, index, candidates.c.matched == 1)
     counted = exists().where(agents.c.id == candidates.c.id, condition)
@@ -280,7 +284,7 @@ def _after(sort_by: str) -> ColumnElement[bool]:
     ``value <= v AND (value < v OR name > n)`` rather than just the OR: the first term is a
     range on the sort's index, which both planners use.
     """
-    name = bindparam("after_name", type_=String())
+    name = bindparam("after_name", type_=_TEXT)
     if sort_by == "name":
         return agents.c.name > name
     col = _SORT_COLUMNS[sort_by]
@@ -398,9 +402,9 @@ def _condition(
     candidates it is counted among, ``_counted_among``)."""
     conditions: list[ColumnElement[bool]] = []
     if shape.stratum:
-        conditions.append(filtered(agents.c.stratum) == bindparam("stratum", type_=String()))
+        conditions.append(filtered(agents.c.stratum) == bindparam("stratum", type_=_TEXT))
     if shape.masks:
-        masks = [bindparam(f"mask_{i}", type_=Integer()) for i in range(shape.masks)]
+        masks = [bindparam(f"mask_{i}", type_=_INTEGER) for i in range(shape.masks)]
         conditions.append(filtered(agents.c.tools_mask).in_(masks))
     conditions.extend(_has_tags(shape.tags))
     created, runs = filtered(agents.c.created_at), filtered(agents.c.execution_count)
@@ -429,11 +433,11 @@ def _listed(count: int, index: TextIndex) -> ColumnElement[bool]:
     statement whatever their number: compiling one with a thousand parameters takes longer
     than the search)."""
     if index.ids_as_json:
-        listed = select(column("value", Integer())).select_from(
-            func.json_each(bindparam("ids", type_=String()))
+        listed = select(column("value", _INTEGER)).select_from(
+            func.json_each(bindparam("ids", type_=_TEXT))
         )
         return agents.c.id.in_(listed)
-    return agents.c.id.in_([bindparam(f"id_{i}", type_=Integer()) for i in range(count)])
+    return agents.c.id.in_([bindparam(f"id_{i}", type_=_INTEGER) for i in range(count)])
 
 
 def _has_tags(count: int) -> list[ColumnElement[bool]]:
@@ -447,13 +451,13 @@ def _has_tags(count: int) -> list[ColumnElement[bool]]:
     ``MAX_TAGS`` - ``TAGS_EXISTS`` index reads each). A search asks for at most ``MAX_TAGS``.
     """
     of_agent = agent_tags.c.agent_id == agents.c.id
-    tags = [bindparam(f"tag_{i}", type_=String()) for i in range(count)]
+    tags = [bindparam(f"tag_{i}", type_=_TEXT) for i in range(count)]
     conditions: list[ColumnElement[bool]] = [
         exists().where(of_agent, agent_tags.c.tag == tag) for tag in tags[:TAGS_EXISTS]
     ]
     if rest := tags[TAGS_EXISTS:]:
         found = select(func.count()).where(of_agent, agent_tags.c.tag.in_(rest))
-        conditions.append(found.scalar_subquery() == literal_column(str(len(rest)), Integer()))
+        conditions.append(found.scalar_subquery() == literal_column(str(len(rest)), _INTEGER))
     return conditions
 
 
@@ -462,7 +466,7 @@ def _contain(prefix: str, count: int) -> list[ColumnElement[bool]]:
     case (the pattern is lower case)."""
     contained = []
     for i in range(count):
-        pattern = bindparam(f"{prefix}_{i}", type_=String())
+        pattern = bindparam(f"{prefix}_{i}", type_=_TEXT)
         contained.append(
             or_(
                 func.lower(agents.c.name).like(pattern, escape="\\"),
