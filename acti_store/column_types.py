@@ -1,6 +1,7 @@
 """Column types whose MariaDB/MySQL form is not SQLAlchemy's generic one, and the options of
 every table acti_store creates there: the models (``acti_store.schema``) and the migrations
-use the same ones, so ``alembic check`` finds no drift on any engine.
+use the same column types, so ``alembic check`` finds no drift on any engine; the table options
+are the migrations' (they create the tables; Alembic compares no table options).
 
 MariaDB/MySQL's ``TEXT`` holds 64 KiB (a system prompt holds up to 100,000 characters of four
 bytes), its ``FLOAT`` is single precision and its ``DATETIME`` keeps no fraction of a second

@@ -2,7 +2,10 @@
 
 The repository runs Core statements against ``Model.__table__`` (fast, explicit SQL); Alembic
 compares its revisions with ``Base.metadata`` (``alembic check``). The schema changes only through a
-revision in ``migrations/``.
+revision in ``migrations/``, and only the revisions create tables: MariaDB/MySQL's table options
+(``column_types.TABLE_OPTIONS``: InnoDB, ``utf8mb4_bin``) are theirs, not named here, where
+they would load SQLAlchemy's MySQL dialect into every process (Alembic compares no table
+options).
 
 How the fields are stored, so that every search filter runs in SQL with an index:
 
@@ -42,7 +45,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from .column_types import DOUBLE_FLOAT, LONG_TEXT, MYSQL_DIALECTS, TABLE_OPTIONS, TIMESTAMP
+from .column_types import DOUBLE_FLOAT, LONG_TEXT, MYSQL_DIALECTS, TIMESTAMP
 from .models import BUILDER, NAME_MAX_LENGTH, UPDATABLE_FIELDS
 from .routing import WEIGHTS_MAX_LENGTH
 from .tenancy import DEFAULT_TENANT, TENANT_TABLES
@@ -173,7 +176,6 @@ class AgentRow(ConfigColumns, TenantColumn, Base):
         # Each search filter and sort within the tenant (revision 0009): a tenant's page sorted
         # by creation walks its own range, whatever other tenants hold.
         *(Index(f"ix_agents_tenant_{c}", "tenant", c) for c in TENANT_INDEXED),
-        TABLE_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -194,7 +196,6 @@ class AgentRow(ConfigColumns, TenantColumn, Base):
 
 class AgentTagRow(TenantColumn, Base):
     __tablename__ = "agent_tags"
-    __table_args__ = TABLE_OPTIONS
 
     tag: Mapped[str] = mapped_column(String(32), primary_key=True)
     agent_id: Mapped[int] = mapped_column(
@@ -207,7 +208,6 @@ class ExecutionRow(TenantColumn, Base):
     __table_args__ = (
         Index("ix_executions_agent_id_id", "agent_id", "id"),
         Index("ix_executions_agent_name_id", "agent_name", "id"),
-        TABLE_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
@@ -233,7 +233,7 @@ class AgentVersionRow(ConfigColumns, TenantColumn, Base):
     index, and an agent's newest versions are read from one range of it."""
 
     __tablename__ = "agent_versions"
-    __table_args__ = ({"sqlite_with_rowid": False, **TABLE_OPTIONS},)
+    __table_args__ = ({"sqlite_with_rowid": False},)
 
     agent_id: Mapped[int] = mapped_column(
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
@@ -248,10 +248,7 @@ class ArchivedVersionRow(ConfigColumns, TenantColumn, Base):
     their archived history."""
 
     __tablename__ = "agent_versions_archive"
-    __table_args__ = (
-        Index("ix_agent_versions_archive_agent_name_id", "agent_name", "id"),
-        TABLE_OPTIONS,
-    )
+    __table_args__ = (Index("ix_agent_versions_archive_agent_name_id", "agent_name", "id"),)
 
     id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
     agent_name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH))
@@ -264,7 +261,6 @@ class AgentLabelRow(TenantColumn, Base):
     """Where each label of an agent points now."""
 
     __tablename__ = "agent_labels"
-    __table_args__ = TABLE_OPTIONS
 
     agent_id: Mapped[int] = mapped_column(
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
@@ -280,7 +276,6 @@ class LabelMoveRow(TenantColumn, Base):
     __table_args__ = (
         Index("ix_agent_label_moves_agent_id_id", "agent_id", "id"),
         Index("ix_agent_label_moves_agent_name_id", "agent_name", "id"),
-        TABLE_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(Counter, primary_key=True, autoincrement=True)
@@ -313,7 +308,6 @@ class LabelShareRow(TenantColumn, Base):
             ["agent_labels.agent_id", "agent_labels.label"],
             ondelete="CASCADE",
         ),
-        TABLE_OPTIONS,
     )
 
     agent_id: Mapped[int] = mapped_column(primary_key=True)
@@ -326,7 +320,6 @@ class LabelGateRow(TenantColumn, Base):
     """A protected label's gate (``protect_label``); the label need not be set yet."""
 
     __tablename__ = "agent_label_gates"
-    __table_args__ = TABLE_OPTIONS
 
     agent_id: Mapped[int] = mapped_column(
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
@@ -342,7 +335,6 @@ class VersionStatsRow(TenantColumn, Base):
     outlive the version's snapshot (pruning) but not the agent."""
 
     __tablename__ = "agent_version_stats"
-    __table_args__ = TABLE_OPTIONS
 
     agent_id: Mapped[int] = mapped_column(
         ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
@@ -360,7 +352,6 @@ class TenantRow(Base):
     listed here, outside row-level security, so that a role bound by it can list them."""
 
     __tablename__ = "agent_tenants"
-    __table_args__ = TABLE_OPTIONS
 
     name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
@@ -371,7 +362,6 @@ class StoreSettingRow(Base):
     """The store's settings by name (0014): ``tenants``, ``strict`` or ``open``."""
 
     __tablename__ = "agent_store_settings"
-    __table_args__ = TABLE_OPTIONS
 
     name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), primary_key=True)
     value: Mapped[str] = mapped_column(String(200))
@@ -385,7 +375,7 @@ class ChangeRow(TenantColumn, Base):
     prune, rare, reads the tenant's changes to find where to cut)."""
 
     __tablename__ = "agent_changes"
-    __table_args__ = ({"sqlite_with_rowid": False, **TABLE_OPTIONS},)
+    __table_args__ = ({"sqlite_with_rowid": False},)
 
     tenant: Mapped[str] = mapped_column(
         String(NAME_MAX_LENGTH), primary_key=True, server_default=DEFAULT_TENANT
@@ -404,7 +394,6 @@ class ChangeCounterRow(TenantColumn, Base):
     last number pruned (a consumer behind it has lost changes)."""
 
     __tablename__ = "agent_change_counters"
-    __table_args__ = TABLE_OPTIONS
 
     tenant: Mapped[str] = mapped_column(
         String(NAME_MAX_LENGTH), primary_key=True, server_default=DEFAULT_TENANT
@@ -417,7 +406,6 @@ class CheckpointRow(TenantColumn, Base):
     """Where a named consumer of the feed (a relay) has got to."""
 
     __tablename__ = "agent_change_checkpoints"
-    __table_args__ = TABLE_OPTIONS
 
     tenant: Mapped[str] = mapped_column(
         String(NAME_MAX_LENGTH), primary_key=True, server_default=DEFAULT_TENANT
