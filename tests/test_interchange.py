@@ -30,6 +30,9 @@ from acti_store.documents import DocumentError, agent_document, dumps, history_d
 from acti_store.interchange import NEEDS_POSIX, rewrite_documents
 from acti_store.interchange.folder import MAX_FILE_BYTES, Folder, read_up_to
 
+#: Every store_url here is at head: the tests open it with options, not to migrate it.
+pytestmark = pytest.mark.store_at_head
+
 V1_DIR = Path(__file__).parent / "data" / "v1_agents"
 PROMPT = "You are a careful assistant. Follow the instructions and explain every step you take."
 

@@ -25,6 +25,9 @@ from acti_store import (
 )
 from acti_store.documents import loads
 
+#: Every store_url here is at head: the tests open it with options, not to migrate it.
+pytestmark = pytest.mark.store_at_head
+
 
 def _run(repo: SqlAgentRepository, task: str = "task") -> None:
     repo.record_execution(

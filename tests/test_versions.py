@@ -21,6 +21,9 @@ from acti_store import (
     open_repository,
 )
 
+#: Every store_url here is at head: the tests open it with options, not to migrate it.
+pytestmark = pytest.mark.store_at_head
+
 PROMPT_2 = "You are a lead qualification specialist.\nAssess budget first.\nThen authority."
 
 
