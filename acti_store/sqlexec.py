@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from sqlalchemy import Table, bindparam, insert
@@ -60,9 +60,14 @@ class Compiled:
     processors: tuple[tuple[int, Processor], ...] = ()
     #: Whether it binds the store's tenant (``tenancy.scoped``): the cursor adds it.
     tenant_bound: bool = False
+    #: The parameters that have a default, with it (a LIMIT's OFFSET): taken when not given.
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.names = tuple(name for name, _, _ in self.plan)
+        self.defaults = {
+            name: default for name, _, default in self.plan if default is not _REQUIRED
+        }
         self.tenant_bound = TENANT in self.names
         self.processors = tuple(
             (index, process) for index, (_, process, _) in enumerate(self.plan) if process
@@ -89,22 +94,14 @@ class Compiled:
 
     def values(self, values: Mapping[str, Any]) -> list[Any]:
         """``params``, in the plan's order whatever the paramstyle."""
-        try:
-            processed = [values[name] for name in self.names]
-        except KeyError:  # a parameter left to its default (or a required one missing)
-            processed = [self._value(values, name, default) for name, _, default in self.plan]
+        if self.defaults:  # merged first, not on a KeyError: every LIMIT has its OFFSET
+            values = {**self.defaults, **values}
+        processed = [values[name] for name in self.names]
         for index, process in self.processors:
             value = processed[index]
             if value is not None:
                 processed[index] = process(value)
         return processed
-
-    @staticmethod
-    def _value(values: Mapping[str, Any], name: str, default: Any) -> Any:
-        value = values.get(name, default)
-        if value is _REQUIRED:
-            raise KeyError(name)
-        return value
 
     def row(self, raw: Sequence[Any]) -> Sequence[Any]:
         """A result row with the result processors applied (``prepare_results`` first)."""
