@@ -17,22 +17,21 @@ from __future__ import annotations
 
 from typing import Final
 
-from sqlalchemy import Table, bindparam, delete, exists, func, insert, literal, select, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, update
 
 from ..errors import InvalidInputError, TenantExistsError, TenantLimitError, TenantNotFoundError
 from ..schema import Base, UtcDateTime, agents, change_counters, store_settings, tenants
 from ..sqlexec import Cursor, Prepared
 from ..tenancy import (
     DEFAULT_TENANT,
-    TENANT,
     TENANT_MODES,
     TENANT_TABLES,
     check_tenant,
-    tenant_param,
 )
 from ..validation import integer
 from .core import StoreCore
 from .tenants import AGENT_COUNT, REGISTER
+from .tenants import COUNTER_ROW as _COUNTER
 
 #: The setting of the tenant mode in ``agent_store_settings``.
 MODE_SETTING: Final = "tenants"
@@ -46,15 +45,6 @@ _NAME = bindparam("name", type_=tenants.c.name.type)
 _LIMIT = bindparam("max_agents", type_=tenants.c.max_agents.type)
 #: The tenant's counter row (``tenancy.scoped``), locked until the write's transaction ends.
 _LOCK: Final = Prepared(select(change_counters.c.last_seq).with_for_update())
-#: The tenant's counter row at 0 changes, unless it has one.
-_COUNTER: Final = Prepared(
-    insert(change_counters).from_select(
-        ["last_seq", "pruned_through", TENANT],
-        select(literal(0), literal(0), tenant_param()).where(
-            ~exists(select(change_counters.c.tenant))
-        ),
-    )
-)
 #: The tenant's limit, or no row: not registered.
 _ADMIT: Final = Prepared(select(tenants.c.max_agents).where(tenants.c.name == _NAME))
 _ROW: Final = Prepared(select(tenants.c.name, tenants.c.max_agents).where(tenants.c.name == _NAME))
@@ -118,6 +108,8 @@ def admit(cursor: Cursor, core: StoreCore, adding: int) -> int | None:
             if not _registers(cursor, core):
                 raise TenantNotFoundError(tenant, writing=True)
             cursor.execute(REGISTER, {"name": tenant, "at": core.now()})
+            if core.kind.writes_one_at_a_time:  # no write moves its counter there: made now
+                cursor.execute(_COUNTER)
         return None
     limit: int | None = row[0]
     if limit is not None and adding:

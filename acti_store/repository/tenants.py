@@ -4,14 +4,14 @@ listed with its agent count (``acti-store tenants``)."""
 from __future__ import annotations
 
 from contextlib import suppress
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import bindparam, exists, func, insert, select
+from sqlalchemy import bindparam, exists, func, insert, literal, select
 
 from ..errors import AgentExistsError
-from ..schema import UtcDateTime, agents, tenants
-from ..sqlexec import Prepared
-from ..tenancy import DEFAULT_TENANT
+from ..schema import UtcDateTime, agents, change_counters, tenants
+from ..sqlexec import Cursor, Prepared
+from ..tenancy import DEFAULT_TENANT, TENANT, tenant_param
 from .core import StoreCore
 
 _NAME = bindparam("name", type_=tenants.c.name.type)
@@ -21,6 +21,15 @@ REGISTER: Final = Prepared(
         ["name", "created_at"],
         select(_NAME, bindparam("at", type_=UtcDateTime())).where(
             ~exists(select(tenants.c.name).where(tenants.c.name == _NAME))
+        ),
+    )
+)
+#: The tenant's counter row at 0 changes, unless it has one (``tenant_admin``).
+COUNTER_ROW: Final = Prepared(
+    insert(change_counters).from_select(
+        ["last_seq", "pruned_through", TENANT],
+        select(literal(0), literal(0), tenant_param()).where(
+            ~exists(select(change_counters.c.tenant))
         ),
     )
 )
@@ -42,7 +51,15 @@ def register_tenant(core: StoreCore) -> None:
         return
     values = {"name": core.tenant, "at": core.now()}
     with suppress(AgentExistsError):  # registered meanwhile by another process: as wanted
-        core.write(lambda cursor: cursor.execute(REGISTER, values), name=core.tenant)
+        core.write(lambda cursor: _register(cursor, core, values), name=core.tenant)
+
+
+def _register(cursor: Cursor, core: StoreCore, values: dict[str, Any]) -> None:
+    """The store's tenant registered, with its counter row where no write moves the counter
+    (SQLite: ``engines.sqlite``), so that the tenant holds the rows it held before."""
+    cursor.execute(REGISTER, values)
+    if core.kind.writes_one_at_a_time:
+        cursor.execute(COUNTER_ROW)
 
 
 def tenant_counts(core: StoreCore) -> dict[str, int]:
