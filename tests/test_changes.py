@@ -309,3 +309,41 @@ def test_pruning_never_leaves_a_hole_when_clocks_disagree(
     repo.create(make_config("gamma"))  # 3, stamped back at the start by a clock behind
     assert repo.prune_changes(start + timedelta(hours=1)) == 1
     assert [c.agent for c in repo.changes()] == ["beta", "gamma"]
+
+
+#: A process that ends an ``awatch`` while its signal waits, the wait made a minute long.
+_ENDS_WHILE_WAITING = """
+import asyncio, sys, time
+from acti_store import open_repository
+from acti_store.repository.roles import changes
+changes.WAIT_SLICE = 60.0
+repo = open_repository(sys.argv[1], export_dir="")
+
+async def follow():
+    watcher = repo.awatch()
+    pending = asyncio.ensure_future(anext(watcher))
+    await asyncio.sleep(0.5)  # the watcher's thread is in its minute-long wait
+    pending.cancel()
+    await asyncio.gather(pending, return_exceptions=True)
+    await watcher.aclose()
+
+asyncio.run(follow())
+repo.close()
+print(time.monotonic(), flush=True)
+"""
+
+
+def test_a_process_ends_at_once_with_a_watch_it_ended(
+    repo: SqlAgentRepository, store_url: str
+) -> None:
+    """An ``awatch`` ended while its signal waits does not keep its process alive until the
+    wait is over (an MCP server over stdio, whose client closed stdin, exits at once)."""
+    child = subprocess.run(
+        [sys.executable, "-c", _ENDS_WHILE_WAITING, store_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    exited = time.monotonic()
+    assert child.returncode == 0, child.stderr
+    assert exited - float(child.stdout) < 30  # not the minute the signal would still wait

@@ -5,13 +5,14 @@ commit order: ``repository.feed``; how a watcher is woken: ``repository.signals`
 from __future__ import annotations
 
 import asyncio
+import queue
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from ...changes import CHANGES_LIMIT_DEFAULT, CHANGES_LIMIT_MAX, Change
 from ...dberrors import translated
@@ -146,14 +147,9 @@ class Changes(Role):
         # The feed is read through the store's async API (on PostgreSQL, its async engine: no
         # statement on a thread); the signal on a thread of its own: its connection is used by
         # one thread at a time, and a wait on it never holds up the loop (nor does ending the
-        # watch: the thread is not waited for, it closes the signal once its wait is over).
+        # watch, nor the process's exit: the thread closes the signal once its wait is over).
         store = cast("AgentRepository", self._core.store)
-        thread = ThreadPoolExecutor(1, thread_name_prefix="acti-store-watch")
-        loop = asyncio.get_running_loop()
-
-        def off_loop(call: Callable[[], T]) -> asyncio.Future[T]:
-            return loop.run_in_executor(thread, call)
-
+        thread = _SignalThread()
         watch: _Watch | None = None
         try:
             timeout = _timeout(timeout)
@@ -162,22 +158,68 @@ class Changes(Role):
             while True:
                 batch: list[Change] = []
                 try:
-                    await off_loop(watch.arm)
+                    await thread.run(watch.arm)
                     batch = await store.achanges(watch.position, CHANGES_LIMIT_MAX)
                     if batch:
                         watch.advance(batch)
                     else:
-                        await off_loop(watch.wait)
+                        await thread.run(watch.wait)
                 except Exception as exc:
-                    await asyncio.sleep(await off_loop(partial(watch.recover, exc)))
+                    await asyncio.sleep(await thread.run(partial(watch.recover, exc)))
                 for change in batch:
                     yield change
                 if not batch and watch.timed_out():
                     return
         finally:
-            if watch is not None:
-                thread.submit(watch.close)
-            thread.shutdown(wait=False)
+            thread.end(watch.close if watch is not None else None)
+
+
+#: A call for a ``_SignalThread``, and the future its outcome goes to (None: dropped).
+_Call = tuple[Callable[[], Any], "asyncio.Future[Any] | None"]
+
+
+class _SignalThread:
+    """The thread an ``awatch`` waits on its signal from, running its calls in turn. A daemon
+    thread, not an executor's (which the interpreter joins at exit): a watch ended while its
+    signal still waits (up to ``WAIT_SLICE``) holds up neither the loop nor the exit of the
+    process (an MCP server over stdio ends as its client closes stdin)."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="acti-store-watch", daemon=True).start()
+
+    def run(self, call: Callable[[], T]) -> asyncio.Future[T]:
+        """``call()`` on the thread, after those before it; its outcome, awaitable."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._calls.put((call, future))
+        return future
+
+    def end(self, last: Callable[[], object] | None) -> None:
+        """After the calls sent: ``last()`` (its outcome dropped), then the thread ends."""
+        if last is not None:
+            self._calls.put((last, None))
+        self._calls.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            call, future = item
+            try:
+                result, error = call(), None
+            except BaseException as exc:  # handed to the awaiting task, whatever it is
+                result, error = None, exc
+            if future is not None:
+                with suppress(RuntimeError):  # the loop closed meanwhile: nobody awaits it
+                    future.get_loop().call_soon_threadsafe(_settle, future, result, error)
+
+
+def _settle(future: asyncio.Future[Any], result: object, error: BaseException | None) -> None:
+    """On the loop: ``future``'s outcome, unless it was cancelled (its task went away)."""
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
 class _Watch:
