@@ -11,6 +11,7 @@ from typing import Any, Final, Literal, get_args
 
 from ..engine import LOCK_TIMEOUT_MAX
 from ..errors import ArgumentTypeError, InvalidAgentError, InvalidInputError
+from ..fields import integer_range
 from ..models import (
     AgentConfig,
     AgentUpdate,
@@ -107,14 +108,14 @@ def checked_policy(on_conflict: object) -> ConflictPolicy:
 
 
 #: ``HistoryRequest``'s range of ``limit``, read from the model.
-_LIMIT_RANGE: Final = HistoryRequest.model_json_schema()["properties"]["limit"]
+_LIMIT_LOW, _LIMIT_HIGH = integer_range(HistoryRequest, "limit")
 
 
 def checked_history_request(limit: object, errors_only: object) -> tuple[int, bool]:
     """``(limit, errors_only)`` by the rule of ``HistoryRequest`` (the tools' too) and of every
     integer argument: an ``int`` in range, never a ``bool`` or a string, never clamped."""
     return (
-        integer(limit, "limit", _LIMIT_RANGE["minimum"], _LIMIT_RANGE["maximum"]),
+        integer(limit, "limit", _LIMIT_LOW, _LIMIT_HIGH),
         flag(errors_only, "errors_only"),
     )
 

@@ -9,7 +9,9 @@ artifact, instead of an exception raised by LangChain before the tool runs.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
@@ -90,9 +92,16 @@ FLAG: Final[JsonSchema] = {"type": "boolean"}
 _RANGE_KEYS: Final = ("type", "minLength", "maxLength", "minimum", "maximum")
 
 
+@functools.cache
+def _properties(model: type[BaseModel]) -> Mapping[str, JsonSchema]:
+    """The JSON schemas of ``model``'s fields, made once per model (pydantic makes the whole
+    model's anew at each ``model_json_schema()``)."""
+    return model.model_json_schema()["properties"]  # type: ignore[no-any-return]
+
+
 def _bounds(model: type[BaseModel], field: str) -> JsonSchema:
     """A field's type and range as the domain model declares them (one source for both)."""
-    schema = model.model_json_schema()["properties"][field]
+    schema = _properties(model)[field]
     return {key: schema[key] for key in _RANGE_KEYS if key in schema}
 
 
@@ -218,7 +227,7 @@ class _UpdateAgentConfigArgs(_Args):
 def _nullable_field(model: type[BaseModel], field: str) -> JsonSchema:
     """The JSON schema of ``model``'s ``field`` as a tool argument that may be null: its type
     and rules, without its title, default and description (the argument has its own)."""
-    schema = model.model_json_schema()["properties"][field]
+    schema = _properties(model)[field]
     shown = {k: v for k, v in schema.items() if k not in ("title", "default", "description")}
     return shown if {"type": "null"} in shown.get("anyOf", ()) else _nullable(shown)
 
