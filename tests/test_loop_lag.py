@@ -78,7 +78,10 @@ def test_twenty_runs_and_a_cold_store_keep_the_loop_free(store_url: str) -> None
         assert result["outcomes"] == {"create ok": 20, "run ok": 20, "store call": 80}
         # Deterministic: the loop's thread imported nothing while the work went on.
         assert result["imported_on_loop"] == []
-        if float(str(result["max_lag_ms"])) < MAX_LAG_MS + idle:
+        # A pass of the garbage collector stops every thread, the loop's too: its pause is the
+        # heap's, reported apart (``gc_longest_ms``), not a step of acti_store's that held the
+        # loop; the lag left once it is taken out is what this test bounds.
+        if float(str(result["max_lag_outside_gc_ms"])) < MAX_LAG_MS + idle:
             return
     pytest.fail(
         f"the event loop stalled over {MAX_LAG_MS} ms past the baseline in every attempt: "
