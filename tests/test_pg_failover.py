@@ -44,7 +44,7 @@ from typing import Any
 
 import pytest
 from pg_cluster import Cluster, clusters_missing
-from test_relay import Receiver, serve, start_relay
+from test_relay import Receiver, serve, start_relay, wait_for
 from workers import failover
 from workers.harness import context, run_children
 
@@ -258,8 +258,13 @@ def test_writers_carry_on_through_a_failover_and_lose_no_acknowledged_write(
     receiver = Receiver(answer=lambda _: 200)
     with serve(receiver) as hook:
         relay = start_relay(url, hook, tmp_path, 1)  # a relay of the feed through it all
+
+        def relay_delivering() -> None:  # its start is behind it (on a loaded machine it can
+            # still be opening the store when the primary dies: a store it never reached)
+            wait_for(lambda: bool(receiver.delivered()), "a delivery", relay, tmp_path / "stderr1")
+
         try:
-            when, logs = _fail_over(primary, standby, url, tmp_path)
+            when, logs = _fail_over(primary, standby, url, tmp_path, before_kill=relay_delivering)
             _report(when, logs)
             last = max((e["seq"] for e in logs.changes), default=0)
             deadline = time.monotonic() + DEADLINE
