@@ -55,20 +55,29 @@ def count_changes(insert_of: Callable[[Any], Any]) -> Any:
     )
 
 
-#: One change, numbered from the counter just moved (``count`` changes, this the ``k``-th).
-INSERT_CHANGE: Final = Prepared(
-    changes.insert().from_select(
-        ["seq", "kind", "agent", "version", "label", "at", TENANT],
-        select(
-            _counters.last_seq - bindparam("count", type_=Integer()) + bindparam("k", Integer()),
-            bindparam("kind", type_=String()),
-            bindparam("agent", type_=_changes.agent.type),
-            bindparam("version", type_=_changes.version.type),
-            bindparam("label", type_=String(LABEL_MAX_LENGTH)),
-            bindparam("at", type_=_changes.at.type),
-            tenant_param(),
-        ),
+def insert_change(seq: Any) -> Prepared:
+    """The INSERT of one change numbered ``seq`` (a SQL expression), its other columns bound
+    (``kind``, ``agent``, ``version``, ``label``, ``at``) and its tenant the store's: the one
+    shape every engine's feed appends with, whatever numbers it."""
+    return Prepared(
+        changes.insert().from_select(
+            ["seq", "kind", "agent", "version", "label", "at", TENANT],
+            select(
+                seq,
+                bindparam("kind", type_=String()),
+                bindparam("agent", type_=_changes.agent.type),
+                bindparam("version", type_=_changes.version.type),
+                bindparam("label", type_=String(LABEL_MAX_LENGTH)),
+                bindparam("at", type_=_changes.at.type),
+                tenant_param(),
+            ),
+        )
     )
+
+
+#: One change, numbered from the counter just moved (``count`` changes, this the ``k``-th).
+INSERT_CHANGE: Final = insert_change(
+    _counters.last_seq - bindparam("count", type_=Integer()) + bindparam("k", Integer())
 )
 
 

@@ -20,7 +20,6 @@ from typing import Any, Final
 from sqlalchemy import (
     Engine,
     Integer,
-    String,
     bindparam,
     column,
     func,
@@ -40,8 +39,7 @@ from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, wait_ms
 from ...schema import Counter, agents, change_counters, changes, version_stats
 from ...sqlexec import Cursor, Prepared
 from ...tenancy import TENANT, tenant_param
-from ...versioning import LABEL_MAX_LENGTH
-from ..feed import FeedStatements, save_checkpoint
+from ..feed import FeedStatements, insert_change, save_checkpoint
 from ..signals import ChangeSignal, PollingSignal, own_connection
 from ..version_statements import count_run
 from .base import EngineStrategy
@@ -180,20 +178,7 @@ _LAST: Final = func.max(
 _PRUNED: Final = func.coalesce(select(_counters.pruned_through).scalar_subquery(), _NONE)
 #: One change, numbered after the last (``feed.INSERT_CHANGE``'s parameters: ``count`` and
 #: ``k`` are not needed; several changes, one statement each, each after the one before).
-INSERT_CHANGE: Final = Prepared(
-    changes.insert().from_select(
-        ["seq", "kind", "agent", "version", "label", "at", TENANT],
-        select(
-            _LAST + literal_column("1", Integer()),
-            bindparam("kind", type_=String()),
-            bindparam("agent", type_=_changes.agent.type),
-            bindparam("version", type_=_changes.version.type),
-            bindparam("label", type_=String(LABEL_MAX_LENGTH)),
-            bindparam("at", type_=_changes.at.type),
-            tenant_param(),
-        ),
-    )
-)
+INSERT_CHANGE: Final = insert_change(_LAST + literal_column("1", Integer()))
 #: The tenant's newest change number (0: none yet).
 LAST_SEQ: Final = Prepared(select(_LAST))
 #: ``feed.FEED``: the feed's figures, with the changes after ``after`` (an outer join from one
