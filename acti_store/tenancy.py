@@ -5,9 +5,13 @@ opened for one tenant (``open_repository(url, tenant="acme")``; none given: ``DE
 where every store made before tenants keeps its agents). The one rule that keeps tenants apart
 lives here, in ``scoped``: each statement the repository runs is rewritten, once, when it is
 compiled (``sqlexec.Prepared``), so that every SELECT, UPDATE and DELETE on a tenant table
-compares that table's ``tenant`` with the parameter ``tenant`` and every INSERT into one writes
-it; the cursor (``sqlexec.Cursor``) then binds its store's tenant to that parameter. No
-statement of the repository spells the tenant itself, and none can forget it.
+(each table of a multi-table one) compares that table's ``tenant`` with the parameter
+``tenant``, every INSERT into one writes it, and a ``text()`` that names one binds it (else it
+is refused); the cursor (``sqlexec.Cursor``) then binds its store's tenant to that parameter.
+No statement of the repository spells the tenant itself, and none can forget it. The rewrite
+uses SQLAlchemy's public constructs (``replacement_traverse``, ``where``, ``Join``); the two
+facts it reads from SQLAlchemy's private state are read in one place, and a test compares them
+with the public API's answer (``final_froms``, ``written_keys``).
 
 PostgreSQL enforces the same in the database: row-level security on every tenant table, keyed on
 the session setting ``acti.tenant`` (``TENANT_SETTING``), which the engine sets for each of its
@@ -18,14 +22,27 @@ write none (migration ``0009_tenants``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import String, Table, and_, bindparam
+from sqlalchemy import String, Table, and_, bindparam, select
 from sqlalchemy.sql import ClauseElement, visitors
-from sqlalchemy.sql.dml import Delete, Insert, Update
-from sqlalchemy.sql.elements import BindParameter
-from sqlalchemy.sql.selectable import Alias, FromClause, Join, Select
+from sqlalchemy.sql.expression import (
+    Alias,
+    BindParameter,
+    ColumnElement,
+    Delete,
+    FromClause,
+    Insert,
+    Join,
+    ReturnsRows,
+    Select,
+    TableClause,
+    TextClause,
+    Update,
+    UpdateBase,
+)
 
 from .errors import InvalidInputError
 from .models import NAME_MAX_LENGTH, NAME_RULE, is_valid_name
@@ -105,23 +122,38 @@ def tenant_param() -> BindParameter[str]:
     return bindparam(TENANT, type_=String(NAME_MAX_LENGTH))
 
 
+def _is_tenant_table(from_: FromClause) -> bool:
+    """Whether ``from_`` is a tenant table, or an alias of one."""
+    table = from_.element if isinstance(from_, Alias) else from_
+    return isinstance(table, Table) and table.name in TENANT_TABLES
+
+
 def _tenant_froms(from_: FromClause) -> Iterator[FromClause]:
     """The tenant tables (or their aliases) a FROM element reads whose condition belongs in the
     WHERE clause: an outer join's optional side has it in its ON clause (``_scope_join``); a
-    subquery's tables are its own SELECT's (``scoped`` visits it too)."""
+    subquery's tables are its own SELECT's (``scoped`` rewrites it too)."""
     if isinstance(from_, Join):
         yield from _tenant_froms(from_.left)
         if not from_.isouter:
             yield from _tenant_froms(from_.right)
-    elif (isinstance(from_, Table) and from_.name in TENANT_TABLES) or (
-        isinstance(from_, Alias)
-        and isinstance(from_.element, Table)
-        and from_.element.name in TENANT_TABLES
-    ):
+    elif _is_tenant_table(from_):
         yield from_
 
 
-def _final_froms(select: Select[Any]) -> list[FromClause]:
+def _conditions(froms: Iterable[FromClause]) -> list[ColumnElement[bool]]:
+    """``<table>.tenant = :tenant`` for each tenant table of ``froms`` (``_tenant_froms``)."""
+    return [from_.c[TENANT] == tenant_param() for top in froms for from_ in _tenant_froms(top)]
+
+
+# -- the one reading of SQLAlchemy's internals ----------------------------------------------------
+# SQLAlchemy's public API builds every condition below (``where``, ``join``) and rebuilds the
+# statement around them (``replacement_traverse``); two facts it keeps only in private state are
+# read here, and only read: ``tests/test_tenant_statements.py`` compares each with what the public
+# API says (``get_final_froms``, the compiled INSERT's columns) for every statement of the package,
+# and fails when a release of SQLAlchemy changes either under them.
+
+
+def final_froms(select: Select[Any]) -> list[FromClause]:
     """What ``select.get_final_froms()`` returns, without the string compilation of the whole
     statement that method makes first (a compiler the Core select's state never reads): that
     compilation, once per SELECT and subquery, was most of a search shape's first use (16 of
@@ -131,64 +163,140 @@ def _final_froms(select: Select[Any]) -> list[FromClause]:
     return froms
 
 
-def _scope_select(select: Select[Any]) -> None:
-    criteria = tuple(
-        from_.c[TENANT] == tenant_param()
-        for top in _final_froms(select)
-        for from_ in _tenant_froms(top)
-    )
-    select._where_criteria += criteria
-
-
-def _scope_join(join: Join) -> None:
-    """An outer join: its optional side's tenant condition joins its ON clause (in the WHERE
-    clause it would drop the rows the join keeps without a match)."""
-    if join.isouter:
-        optional = tuple(from_.c[TENANT] == tenant_param() for from_ in _tenant_froms(join.right))
-        if optional and join.onclause is not None:
-            join.onclause = and_(join.onclause, *optional)
-
-
-def _scope_dml(statement: Update | Delete) -> None:
-    table = statement.table
-    if isinstance(table, Table) and table.name in TENANT_TABLES:
-        statement._where_criteria += (table.c[TENANT] == tenant_param(),)
-
-
-def _check_insert(statement: Insert) -> None:
-    table = statement.table
-    if not isinstance(table, Table) or table.name not in TENANT_TABLES:
-        return
+def written_keys(statement: Insert) -> set[str] | None:
+    """The columns an INSERT's own values write (None: it gives none, a plain INSERT whose
+    columns ``inserted_columns`` names; for INSERT ... FROM SELECT, its column list)."""
     if statement.select is not None:
-        names = [getattr(name, "key", name) for name in statement._select_names or ()]
-        if TENANT not in names:
-            raise RuntimeError(f"INSERT INTO {table.name} ... SELECT must write its {TENANT}")
+        given: list[Any] = list(statement._select_names or ())
     else:
         given = [
             *(statement._values or {}),
-            *(k for row in statement._multi_values for k in row[0]),
+            *(key for row in statement._multi_values for key in row[0]),
         ]
-        keys = {getattr(key, "key", key) for key in given}
-        if keys and TENANT not in keys:
-            raise RuntimeError(f"INSERT INTO {table.name} VALUES ... must write its {TENANT}")
+    return {getattr(key, "key", key) for key in given} or None
+
+
+# -- the rewrite -----------------------------------------------------------------------------------
+
+
+def _scope_select(select: Select[Any]) -> Select[Any]:
+    criteria = _conditions(final_froms(select))
+    return select.where(*criteria) if criteria else select
+
+
+def _scope_join(join: Join) -> Join:
+    """An outer join: its optional side's tenant condition joins its ON clause (in the WHERE
+    clause it would drop the rows the join keeps without a match)."""
+    if not join.isouter or join.onclause is None:
+        return join
+    optional = _conditions([join.right])
+    if not optional:
+        return join
+    onclause = and_(join.onclause, *optional)
+    return Join(join.left, join.right, onclause, isouter=True, full=join.full)
+
+
+def _scope_dml(statement: Update | Delete) -> Update | Delete:
+    """Every table an UPDATE or DELETE touches or reads: its target, and each table its WHERE
+    clause names (``UPDATE ... FROM``, ``DELETE ... USING``, MySQL's multi-table forms)."""
+    froms: list[FromClause] = [statement.table]
+    if (where := statement.whereclause) is not None:
+        froms += [f for f in final_froms(select().where(where)) if f is not statement.table]
+    criteria = _conditions(froms)
+    return statement.where(*criteria) if criteria else statement
+
+
+def _check_insert(statement: Insert) -> Insert:
+    table = statement.table
+    if not isinstance(table, Table) or table.name not in TENANT_TABLES:
+        return statement
+    keys = written_keys(statement)
+    if statement.select is not None and TENANT not in (keys or ()):
+        raise RuntimeError(f"INSERT INTO {table.name} ... SELECT must write its {TENANT}")
+    if keys is not None and TENANT not in keys:
+        raise RuntimeError(f"INSERT INTO {table.name} VALUES ... must write its {TENANT}")
+    return statement
+
+
+def _scope(element: Any) -> Any:
+    """``element`` (its parts already scoped) confined to the tenant, by its kind."""
+    if isinstance(element, Select):
+        return _scope_select(element)
+    if isinstance(element, Join):
+        return _scope_join(element)
+    if isinstance(element, Update | Delete):
+        return _scope_dml(element)
+    if isinstance(element, Insert):
+        return _check_insert(element)
+    if isinstance(element, TextClause):
+        _check_text(element)
+    return element
+
+
+#: A quoted string or identifier of SQL text (what ``_check_text`` reads past), and a name.
+_QUOTED: Final = re.compile(r"'(?:[^']|'')*'")
+_WORD: Final = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+#: A bound parameter of ``text()``: ``:name`` (not PostgreSQL's ``::type`` cast).
+_BOUND: Final = re.compile(r"(?<![:\w]):(\w+)")
+
+
+def _check_text(statement: TextClause) -> None:
+    """A ``text()`` that names a tenant table (outside its quoted strings) binds ``:tenant``:
+    ``scoped`` cannot add the condition to SQL it does not build, so it refuses one without."""
+    sql = _QUOTED.sub("''", statement.text)
+    named = TENANT_TABLES.intersection(word.lower() for word in _WORD.findall(sql))
+    if named and TENANT not in _BOUND.findall(sql):
+        raise RuntimeError(f"text() on {', '.join(sorted(named))} must bind :{TENANT}")
+
+
+class _Scoper:
+    """``scoped``'s replacement function: each statement and FROM element of the tree is
+    copied once, inner ones first (a copy of its own with its parts replaced, then ``_scope``),
+    and every place that holds it gets that one copy: a CTE, alias or subquery named in several
+    places stays one object, as the columns that refer to it expect."""
+
+    __slots__ = ("_active", "_done", "_entering")
+
+    def __init__(self) -> None:
+        self._done: dict[int, Any] = {}
+        self._active: set[int] = set()
+        self._entering: int | None = None
+
+    def __call__(self, element: Any, **kw: Any) -> Any:
+        key = id(element)
+        if key in self._done:
+            return self._done[key]
+        if key == self._entering:  # the root of its own copy, below: copied as it is
+            self._entering = None
+            return None
+        if not isinstance(element, _REWRITTEN) or isinstance(element, TableClause):
+            return None
+        if key in self._active:  # reached again from inside itself (a recursive CTE)
+            raise RuntimeError("a statement that contains itself: tenancy.scoped cannot scope it")
+        self._active.add(key)
+        self._entering = key
+        whole: Any = element  # copied whole: every kind of statement and FROM element
+        copy = visitors.replacement_traverse(whole, {}, self)
+        self._active.discard(key)
+        done = self._done[key] = _scope(copy)
+        return done
+
+
+#: What ``_Scoper`` copies: statements, and the FROM elements columns refer to.
+_REWRITTEN: Final = (ReturnsRows, UpdateBase, TextClause)
 
 
 def scoped(statement: E) -> E:
     """``statement`` confined to one tenant: each SELECT (subqueries and CTEs included), UPDATE
     and DELETE on a tenant table also compares the table's ``tenant`` with the parameter
-    ``tenant``. An INSERT into a tenant table gets it from ``inserted_columns``; one from a
-    SELECT must name it (checked here: ``RuntimeError`` on a statement that does not)."""
-    return visitors.cloned_traverse(
-        statement,
-        {},
-        {
-            "select": _scope_select,
-            "join": _scope_join,
-            "update": _scope_dml,
-            "delete": _scope_dml,
-            "insert": _check_insert,
-        },
-    )
+    ``tenant`` (every table of a multi-table UPDATE or DELETE; an outer join's optional side in
+    its ON clause). An INSERT into a tenant table gets it from ``inserted_columns``; one that
+    gives its own values or a SELECT must write it, and a ``text()`` that names a tenant table
+    must bind it (checked here: ``RuntimeError`` on a statement that does not). Built with
+    SQLAlchemy's public constructs: ``replacement_traverse`` copies the statement, ``where`` and
+    ``Join`` make each condition."""
+    found = _Scoper()(statement)
+    return statement if found is None else found
 
 
 def inserted_columns(statement: ClauseElement, columns: tuple[str, ...]) -> tuple[str, ...]:

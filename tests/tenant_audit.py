@@ -4,9 +4,12 @@ carries the tenant (issue 28, §3), checked at the session's end.
 ``sqlexec.Cursor`` is the one way the repository's statements reach a driver: while the session
 runs, each ``Cursor`` holds its DBAPI cursor through ``_Recording``, which keeps the distinct SQL
 texts sent (``execute``, ``executemany``, psycopg's ``copy``; the cursors ``Cursor`` opens on
-the same connection too). At the end they are checked by ``tenant_sql.problems`` (which shares
-no code with ``acti_store.tenancy``); a statement that breaks the rule fails the session (exit
-status 1) and is printed. Statements of child processes (the multi-process tests) are not seen.
+the same connection too), and ``sqlexec.Compiled`` the names of each compiled statement's
+parameters (``NAMES``: a positional ``agents.tenant = ?`` carries the tenant only if that
+parameter is ``tenant``; a ``text()`` is held to it as any statement is). At the end they are
+checked by ``tenant_sql.problems`` (which shares no code with ``acti_store.tenancy``); a
+statement that breaks the rule fails the session (exit status 1) and is printed. Statements of
+child processes (the multi-process tests) are not seen.
 
 Under pytest-xdist each worker checks its own statements and writes what it found to a file in
 the directory the controller names in ``AUDIT_DIR_ENV`` (set in ``pytest_configure``, before the
@@ -33,6 +36,8 @@ AUDIT_DIR_ENV = "ACTI_STORE_TENANT_AUDIT_DIR"
 
 #: The distinct SQL texts sent through ``sqlexec.Cursor`` in this process.
 SEEN: set[str] = set()
+#: The parameter names, in order, of each SQL text ``sqlexec`` compiled in this process.
+NAMES: dict[str, tuple[str, ...]] = {}
 
 
 class _Recording:
@@ -83,6 +88,12 @@ class _Recording:
 
 
 _original_init = sqlexec.Cursor.__init__
+_original_post_init = sqlexec.Compiled.__post_init__
+
+
+def _naming_post_init(self: sqlexec.Compiled) -> None:
+    _original_post_init(self)
+    NAMES[self.sql] = self.names
 
 
 def _recording_init(self: sqlexec.Cursor, cursor: Any, *args: Any, **kwargs: Any) -> None:
@@ -95,7 +106,7 @@ def violations(statements: set[str]) -> dict[str, list[str]]:
     found = {}
     for sql in sorted(statements):
         try:
-            problems = tenant_sql.problems(sql, tables)
+            problems = tenant_sql.problems(sql, tables, NAMES.get(sql))
         except ValueError as exc:  # SQL the check cannot read: a finding too
             problems = [f"unreadable: {exc}"]
         if problems:
@@ -105,6 +116,7 @@ def violations(statements: set[str]) -> dict[str, list[str]]:
 
 def pytest_configure(config: pytest.Config) -> None:
     sqlexec.Cursor.__init__ = _recording_init  # type: ignore[method-assign]
+    sqlexec.Compiled.__post_init__ = _naming_post_init  # type: ignore[method-assign]
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         folder = tempfile.mkdtemp(prefix="tenant-audit-")
         os.environ[AUDIT_DIR_ENV] = folder
@@ -113,6 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     sqlexec.Cursor.__init__ = _original_init  # type: ignore[method-assign]
+    sqlexec.Compiled.__post_init__ = _original_post_init  # type: ignore[method-assign]
     if (folder := config.stash.get(_FOLDER, None)) is not None:
         shutil.rmtree(folder, ignore_errors=True)
 

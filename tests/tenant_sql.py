@@ -10,8 +10,14 @@ SELECT, UPDATE, DELETE, INSERT, subqueries and CTE bodies apart, UNION's arms ap
   side) as a term of that query's own WHERE, or of an ON clause that filters it: an inner join's
   ON filters every table of the query, an outer join's only its optional side. A term counts
   only when it is ANDed at the clause's top level (a clause with a top-level OR has none);
+  Every table of a multi-table UPDATE or DELETE counts (``UPDATE a ... FROM b``, MySQL's
+  ``UPDATE a, b``, ``DELETE FROM a USING b``); where the SQL's parameters are positional
+  (``?``, ``%s``, ``$1``) and their names are given (``problems(..., names=)``: the statement's
+  own, in order), the parameter must be the one named ``tenant``, as a named one must;
 * an ``INSERT INTO``/``COPY`` into a tenant table names ``tenant`` in its column list (its
-  ``SELECT``, if any, is a query of its own, checked as above).
+  ``SELECT``, if any, is a query of its own, checked as above);
+* the tenant is never spliced into the SQL: no ``tenant = 'acme'`` (either side, or ``TO``), no
+  ``set_config('acti.tenant', 'acme', ...)`` (row-level security's setting takes a parameter).
 
 The tenant tables are the tables of the schema with a ``tenant`` column (``tenant_tables``).
 """
@@ -19,7 +25,7 @@ The tenant tables are the tables of the schema with a ``tenant`` column (``tenan
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import MetaData
@@ -48,6 +54,10 @@ _CLAUSE_ENDS = frozenset(
         "OUTER", "NATURAL", "STRAIGHT_JOIN", "LOCK",
     }
 )  # fmt: skip
+#: Keywords that end a comma list of tables (FROM, UPDATE's, USING's).
+_LIST_ENDS = frozenset(
+    {"SET", "GROUP", "ORDER", "LIMIT", "RETURNING", "VALUES", "SELECT", "WINDOW", "OFFSET"}
+)
 _SET_OPERATORS = frozenset({"UNION", "INTERSECT", "EXCEPT"})
 _NOT_ALIASES = _CLAUSE_ENDS | _SET_OPERATORS | {
     "AS", "USING", "FROM", "DEFAULT", "FORCE", "USE", "IGNORE", "INDEXED", "NOT", "TABLESAMPLE",
@@ -63,6 +73,8 @@ def tenant_tables(metadata: MetaData) -> frozenset[str]:
 class _Token:
     kind: str
     text: str
+    #: A positional parameter's name, where the statement's names are known (``problems``).
+    bound: str | None = None
 
     @property
     def upper(self) -> str:
@@ -175,6 +187,8 @@ def _tenant_term(items: list[_Token | _Group], at: int) -> str | None:
         named = re.fullmatch(r"%\((\w+)\)s|:(\w+)", token.text)
         if named is not None and "tenant" not in named.groups():
             return None
+        if token.bound is not None and token.bound != "tenant":
+            return None
         i += 1
         if i + 1 < len(items) and isinstance(items[i], _Token) and items[i].kind == "cast":
             i += 2
@@ -204,7 +218,8 @@ def _check_query(items: list[_Token | _Group], tables: frozenset[str]) -> list[s
     clause: str | None = None  # the condition clause being read
     clause_terms: list[str] = []
     clause_has_or = False
-    in_from = False
+    #: Where the references of a comma list stand, while one is read (FROM, UPDATE, USING).
+    listing: tuple[str, set[str]] | None = None
     join_kind = "inner"
     pending_outer: list[_Reference] = []
 
@@ -245,7 +260,7 @@ def _check_query(items: list[_Token | _Group], tables: frozenset[str]) -> list[s
         previous = tokens_upper[i - 1] if i else None
         if word in {"WHERE", "ON", "HAVING"}:
             close_clause()
-            in_from = False
+            listing = None
             if word == "WHERE":
                 clause = "where"
             elif word == "ON" and tokens_upper[i + 1 : i + 2] in (["CONFLICT"], ["DUPLICATE"]):
@@ -264,8 +279,10 @@ def _check_query(items: list[_Token | _Group], tables: frozenset[str]) -> list[s
             continue
         if word in _CLAUSE_ENDS:
             close_clause()
+        if word in _LIST_ENDS:
+            listing = None
         if word == "FROM" and previous != "DELETE":
-            in_from = True
+            listing = ("FROM", {"where", "inner"})
             join_kind = "inner"
             reference_at(i + 1, "FROM", {"where", "inner"})
             continue
@@ -273,7 +290,7 @@ def _check_query(items: list[_Token | _Group], tables: frozenset[str]) -> list[s
             kinds = {t for t in tokens_upper[max(0, i - 2) : i] if t}
             outer = bool(kinds & {"LEFT", "RIGHT", "FULL"})
             join_kind = "outer" if outer else "inner"
-            in_from = True
+            listing = ("FROM", {"where", "inner"})
             before = len(references)
             reference_at(i + 1, "JOIN", {"where"} if outer else {"where", "inner"})
             if outer:
@@ -281,11 +298,16 @@ def _check_query(items: list[_Token | _Group], tables: frozenset[str]) -> list[s
                     problems.append("a RIGHT or FULL join: this check reads none")
                 pending_outer = references[before:]
             continue
-        if word == "," and in_from:
-            reference_at(i + 1, "FROM", {"where", "inner"})
+        if word == "," and listing is not None:
+            reference_at(i + 1, listing[0], set(listing[1]))
             continue
         if word == "UPDATE" and previous not in {"FOR", "DO", "KEY"}:
             reference_at(i + 1, "UPDATE", {"where"})
+            listing = ("UPDATE", {"where"})  # MySQL's UPDATE a, b SET ...
+            continue
+        if word == "USING" and i + 1 < len(items) and isinstance(items[i + 1], _Token):
+            reference_at(i + 1, "USING", {"where"})  # DELETE FROM a USING b (not JOIN USING (c))
+            listing = ("USING", {"where"})
             continue
         if word == "DELETE":
             j = i + 2 if tokens_upper[i + 1 : i + 2] == ["FROM"] else i + 1
@@ -329,11 +351,65 @@ def _insert_problems(
     return [] if "tenant" in named else [f"{what} {name} without tenant in its columns"]
 
 
-def problems(sql: str, tables: Iterable[str]) -> list[str]:
-    """What breaks the rule in ``sql`` (none: it keeps it)."""
+def _name_positional(tokens: list[_Token], names: Sequence[str]) -> None:
+    """Give each positional parameter of ``tokens`` its name: ``$n`` the n-th of ``names``,
+    ``?`` and ``%s`` the next one in order."""
+    following = iter(names)
+    for token in tokens:
+        if token.kind != "param" or token.text.startswith((":", "%(")):
+            continue
+        if token.text.startswith("$"):
+            number = int(token.text[1:])
+            token.bound = names[number - 1] if number <= len(names) else None
+        else:
+            token.bound = next(following, None)
+
+
+def _spliced(tokens: list[_Token]) -> list[str]:
+    """Each place the tenant is written into the SQL as a string rather than bound."""
+    found = []
+    texts = [t.upper for t in tokens]
+    for i, token in enumerate(tokens):
+        window = texts[i : i + 3]
+        after = tokens[i + 2] if i + 2 < len(tokens) else None
+        if (
+            token.name == "tenant"
+            and window[1:2] in (["="], ["TO"])
+            and after is not None
+            and after.kind == "string"
+        ):
+            found.append(f"the tenant spliced into the SQL: tenant {window[1]} {after.text}")
+        before = tokens[i - 2] if i >= 2 else None
+        if (
+            token.name == "tenant"
+            and texts[i - 1 : i] == ["="]
+            and before is not None
+            and before.kind == "string"
+        ):
+            found.append(f"the tenant spliced into the SQL: {before.text} = tenant")
+        if token.name == "set_config" and texts[i + 1 : i + 2] == ["("]:
+            setting, comma, value = [*tokens[i + 2 : i + 5], None, None, None][:3]
+            if (
+                setting is not None
+                and setting.text.strip("'").endswith(".tenant")
+                and comma is not None
+                and value is not None
+                and value.kind == "string"
+            ):
+                found.append(f"the tenant spliced into the SQL: set_config(..., {value.text}")
+    return found
+
+
+def problems(sql: str, tables: Iterable[str], names: Sequence[str] | None = None) -> list[str]:
+    """What breaks the rule in ``sql`` (none: it keeps it). ``names``: its parameters' names,
+    in order, where they are positional (a ``text()``'s ``agents.tenant = ?`` carries the
+    tenant only if that parameter is ``tenant``)."""
     tenant_tables_ = frozenset(tables)
-    return [
+    tokens = _tokens(sql)
+    if names is not None:
+        _name_positional(tokens, names)
+    return _spliced(tokens) + [
         problem
-        for query in _queries(_grouped(_tokens(sql)))
+        for query in _queries(_grouped(tokens))
         for problem in _check_query(query, tenant_tables_)
     ]

@@ -16,6 +16,7 @@ import importlib.util
 import itertools
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,18 +27,20 @@ from typing import Any
 import pytest
 import tenant_sql
 from conftest import make_config
-from sqlalchemy import bindparam, delete, insert, or_, select, update
+from sqlalchemy import bindparam, delete, insert, or_, select, text, update
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import Insert, Select, visitors
 
 import acti_store
 from acti_store import ExecutionRecord, SearchQuery, export_json, import_json, open_repository
+from acti_store.postgresql import TransactionSettings
 from acti_store.repository import search
 from acti_store.repository.cursor import SortKey
 from acti_store.repository.engines import strategy_for
 from acti_store.schema import Base, agent_tags, agents, executions
 from acti_store.sqlexec import Prepared
-from acti_store.tenancy import TENANT_TABLES
+from acti_store.tenancy import TENANT_SETTING, TENANT_TABLES, final_froms, written_keys
 
 TABLES = tenant_sql.tenant_tables(Base.metadata)
 DIALECTS: dict[str, Dialect] = {
@@ -228,12 +231,20 @@ def statements(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Prep
 
 def _compiled(prepared: Prepared, dialects: list[str]) -> dict[str, str]:
     """Its SQL per dialect it compiles for (an engine's own statement compiles for it only)."""
+    return {name: sql for name, (sql, _) in _compiled_named(prepared, dialects).items()}
+
+
+def _compiled_named(
+    prepared: Prepared, dialects: list[str]
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Its SQL per dialect, with its parameters' names in order."""
     sql = {}
     for name in dialects:
         try:
-            sql[name] = prepared.compiled(DIALECTS[name]).sql
+            compiled = prepared.compiled(DIALECTS[name])
         except Exception:  # another engine's construct (an upsert's clause)
             continue
+        sql[name] = (compiled.sql, compiled.names)
     return sql
 
 
@@ -247,12 +258,12 @@ def test_every_statement_of_the_package_carries_the_tenant(
     checked = 0
     failures = []
     for where, prepared, dialects in statements:
-        sql = _compiled(prepared, dialects)
+        sql = _compiled_named(prepared, dialects)
         assert sql, f"{where} compiles for no dialect"
-        for dialect, text in sql.items():
+        for dialect, (found, names) in sql.items():
             checked += 1
-            if problems := tenant_sql.problems(text, TABLES):
-                failures.append(f"{where} ({dialect}): {problems}\n{text}")
+            if problems := tenant_sql.problems(found, TABLES, names):
+                failures.append(f"{where} ({dialect}): {problems}\n{found}")
     assert failures == []
     # The walk found the package's statements, the store's and the search's many shapes.
     assert len(statements) > 300, len(statements)
@@ -315,14 +326,16 @@ def test_sends_it():
     conn.execute("CREATE TABLE agents (id INTEGER, name TEXT, tenant TEXT)")
     cursor = sqlexec.Cursor(conn.cursor(), sqlite.dialect())
     cursor.tenant = "acme"
-    statement = text("SELECT agents.id FROM agents WHERE agents.name = :name{tenant}")
-    assert cursor.all(sqlexec.Prepared(statement), {"name": "x"}) == []
+    # A fixed SQL text: a path that neither ``scoped`` nor its refusal of a text() sees.
+    tenant = "{tenant}"
+    values = ("x", "acme") if tenant else ("x",)
+    cursor.raw("SELECT agents.id FROM agents WHERE agents.name = ?" + tenant, values)
 """
 
 
 @pytest.mark.parametrize(
     ("tenant", "workers"),
-    [("", None), ("", 2), (" AND agents.tenant = :tenant", 2)],
+    [("", None), ("", 2), (" AND agents.tenant = ?", 2)],
     ids=["forgets", "forgets-xdist", "carries-xdist"],
 )
 def test_the_session_audit_fails_a_run_that_sends_one(
@@ -356,3 +369,114 @@ def test_the_session_audit_fails_a_run_that_sends_one(
         assert "2 passed" in done.stdout
         assert "FROM agents WHERE agents.name = ?" in done.stdout
         assert "FROM agents without agents.tenant = <parameter>" in done.stdout
+
+
+def _tenant_condition_on(table: Any) -> Any:
+    return table.c.tenant == bindparam("tenant")
+
+
+_MULTI_TABLE = {
+    "update": update(agents)
+    .where(agents.c.id == agent_tags.c.agent_id, agent_tags.c.tag == bindparam("tag"))
+    .values(description="x"),
+    "delete": delete(agents).where(
+        agents.c.id == agent_tags.c.agent_id, agent_tags.c.tag == bindparam("tag")
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(_MULTI_TABLE))
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_the_check_fails_a_multi_table_write_without_the_tenant_of_its_second_table(
+    dialect: str, kind: str
+) -> None:
+    """``UPDATE agents ... FROM agent_tags`` (MySQL: ``UPDATE agents, agent_tags``), ``DELETE
+    FROM agents USING agent_tags``: the target's condition alone is caught; ``scoped`` gives
+    every table its own."""
+    statement = _MULTI_TABLE[kind]
+    try:
+        target_only = _raw(statement.where(_tenant_condition_on(agents)), DIALECTS[dialect])
+    except Exception:  # SQLite has no multi-table DELETE
+        assert (dialect, kind) == ("sqlite", "delete")
+        return
+    listed = "USING" if kind == "delete" else "UPDATE" if dialect == "mysql" else "FROM"
+    assert tenant_sql.problems(target_only, TABLES) == [
+        f"{listed} agent_tags without agent_tags.tenant = <parameter>"
+    ], target_only
+    compiled = Prepared(statement).compiled(DIALECTS[dialect])
+    assert tenant_sql.problems(compiled.sql, TABLES, compiled.names) == [], compiled.sql
+    assert compiled.sql.count(".tenant = ") == 2, compiled.sql
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_the_check_fails_a_text_without_the_tenant(dialect: str) -> None:
+    """A ``text()`` is read as any statement: one whose condition compares the tenant column
+    with another parameter is caught (its positional parameter named by the statement), and
+    ``scoped`` refuses to compile a ``text()`` on a tenant table that does not bind it."""
+    wrong = text("SELECT agents.id FROM agents WHERE agents.tenant = :name")
+    right = text("SELECT agents.id FROM agents WHERE agents.tenant = :tenant")
+    for statement, fails in ((wrong, True), (right, False)):
+        compiled = statement.compile(dialect=DIALECTS[dialect])
+        names = compiled.positiontup or list(compiled.binds)
+        found = tenant_sql.problems(compiled.string, TABLES, names)
+        assert found == (["FROM agents without agents.tenant = <parameter>"] if fails else [])
+    assert Prepared(right).compiled(DIALECTS[dialect]).tenant_bound
+    with pytest.raises(RuntimeError, match="text\\(\\) on agents must bind :tenant"):
+        Prepared(text("SELECT agents.id FROM agents WHERE agents.name = :name")).compiled(
+            DIALECTS[dialect]
+        )
+
+
+def test_the_check_fails_a_spliced_tenant() -> None:
+    """The tenant written into the SQL as a string is caught, in a condition and in row-level
+    security's setting; PostgreSQL's settings as the engines send them bind it."""
+    condition = select(agents.c.id).where(agents.c.tenant == "acme")
+    spliced = str(
+        condition.compile(dialect=DIALECTS["postgresql"], compile_kwargs={"literal_binds": True})
+    )
+    assert "the tenant spliced into the SQL: tenant = 'acme'" in tenant_sql.problems(
+        spliced, TABLES
+    )
+    setting = f"SELECT set_config('{TENANT_SETTING}', 'acme', false)"
+    assert tenant_sql.problems(setting, TABLES) == [
+        "the tenant spliced into the SQL: set_config(..., 'acme'"
+    ]
+    sql, values = strategy_for("postgresql").tenant_sql("acme") or ("", ())
+    assert tenant_sql.problems(sql, TABLES) == [] and values == ("acme",)
+    pooled, values = TransactionSettings(None, 1000, False).statement("acme")
+    assert tenant_sql.problems(pooled, TABLES) == [] and "acme" in values
+
+
+def _elements(statement: Any) -> Iterator[Any]:
+    return visitors.iterate(statement)
+
+
+def test_what_tenancy_reads_of_sqlalchemy_agrees_with_its_public_api(
+    statements: list[tuple[str, Prepared, list[str]]],
+) -> None:
+    """``tenancy.final_froms`` and ``tenancy.written_keys`` read SQLAlchemy's private state
+    (the one place that does): for every SELECT and INSERT of the package they say what the
+    public API says, or a release of SQLAlchemy has changed under them."""
+    selects: dict[int, Any] = {}
+    inserts: dict[int, Any] = {}
+    for _, prepared, _ in statements:
+        for element in _elements(prepared.statement):
+            if isinstance(element, Select):
+                selects[id(element)] = element
+            elif isinstance(element, Insert) and element.table.name in TENANT_TABLES:
+                inserts[id(element)] = element
+    for found in selects.values():
+        read, public = final_froms(found), found.get_final_froms()
+        assert len(read) == len(public), found
+        assert all(a.compare(b) for a, b in zip(read, public, strict=True)), found
+    checked = 0
+    for found in inserts.values():
+        keys = written_keys(found)
+        if keys is None:
+            continue
+        checked += 1
+        sql = next(iter(_compiled(Prepared(found), list(DIALECTS)).values()))
+        columns = re.search(r"INSERT INTO \w+ \(([^)]*)\)", sql)
+        assert columns is not None, sql
+        assert keys == {c.strip() for c in columns.group(1).split(",")}, sql
+    assert len(selects) > 80 and checked > 5, (len(selects), checked)
