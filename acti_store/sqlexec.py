@@ -55,6 +55,8 @@ class Compiled:
     results: tuple[tuple[int, Processor], ...] | None = None
     #: Set when the statement is a ``PlainInsert``.
     plain_insert: PlainInsert | None = None
+    #: The plan's parameters' types (what ``kept_statements`` writes of them).
+    bind_types: tuple[TypeEngine[Any], ...] = ()
     #: The plan's names, and its bind processors by position (derived: ``__post_init__``).
     names: tuple[str, ...] = ()
     processors: tuple[tuple[int, Processor], ...] = ()
@@ -179,8 +181,12 @@ class Prepared:
         key = (type(dialect), dialect.paramstyle)
         found = self._by_dialect.get(key)
         if found is None:
-            found = self._by_dialect[key] = _compile(self, dialect)
+            found = self._by_dialect[key] = self.first_compile(dialect)
         return found
+
+    def first_compile(self, dialect: Dialect) -> Compiled:
+        """This statement compiled for ``dialect`` (once per kind: ``compiled``)."""
+        return _compile(self, dialect)
 
     def many(self, dialect: Dialect, count: int) -> Compiled | None:
         """This statement, a ``PlainInsert``, for ``count`` rows at once: one multi-row
@@ -201,19 +207,20 @@ def _compile(prepared: Prepared, dialect: Dialect) -> Compiled:
         compiled = statement.compile(dialect=dialect)
     assert isinstance(compiled, SQLCompiler)
     positional = compiled.positiontup is not None
-    plan = []
-    for name in compiled.positiontup or compiled.binds:
-        bind = compiled.binds[name]
-        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-        plan.append((name, process, _REQUIRED if bind.required else bind.effective_value))
+    names = list(compiled.positiontup or compiled.binds)
+    binds = [compiled.binds[name] for name in names]
+    processors = [b.type.dialect_impl(dialect).bind_processor(dialect) for b in binds]
+    defaults = [_REQUIRED if b.required else b.effective_value for b in binds]
+    plan = tuple(zip(names, processors, defaults, strict=True))
     columns: Sequence[Any] = compiled.returning or getattr(statement, "selected_columns", ())
     return Compiled(
         sql=compiled.string,
         positional=positional,
-        plan=tuple(plan),
+        plan=plan,
         dialect=dialect,
         result_types=tuple(column.type for column in columns),
         plain_insert=_plain_insert(statement, compiled, dialect),
+        bind_types=tuple(bind.type for bind in binds),
     )
 
 
@@ -490,7 +497,4 @@ class Cursor:
 
     def raw(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run a fixed SQL text (BEGIN, a PRAGMA), with its positional ``params`` if any."""
-        if params:
-            self._cursor.execute(sql, params)
-        else:
-            self._cursor.execute(sql)
+        self._cursor.execute(sql, params) if params else self._cursor.execute(sql)

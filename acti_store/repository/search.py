@@ -50,6 +50,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import SelectBase
 
 from ..errors import InvalidInputError
+from ..kept_statements import KeptStatement, TypeNames
 from ..models import MAX_TAGS, SEARCH_TAGS_RULE, SearchQuery
 from ..schema import agent_tags, agents
 from ..sqlexec import Cursor, Prepared
@@ -76,6 +77,10 @@ _SORT_COLUMNS: Final[Mapping[str, ColumnElement[Any]]] = {
 _TEXT: Final = String()
 _INTEGER: Final = Integer()
 _LIMIT: Final = bindparam("limit", type_=_INTEGER)
+#: Every type a search statement binds or returns, by name (``kept_statements``).
+_TYPE_NAMES: Final = TypeNames(
+    {"text": _TEXT, "integer": _INTEGER} | {f"agents.{c.key}": c.type for c in agents.c}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,12 +238,13 @@ _statements: dict[tuple[Any, ...], Prepared] = {}
 
 
 def _cached(key: tuple[Any, ...], statement: Callable[[], Any]) -> Prepared:
-    """The statement of ``key``, built by ``statement`` the first time."""
+    """The statement of ``key``, built by ``statement`` the first time a process needs it
+    that no process compiled before (``kept_statements``: ``key`` as text names it there)."""
     found = _statements.get(key)
     if found is None:
         if len(_statements) >= _SHAPES_KEPT:
             _statements.clear()
-        found = _statements[key] = Prepared(statement())
+        found = _statements[key] = KeptStatement(repr(key), statement, _TYPE_NAMES)
     return found
 
 
