@@ -23,7 +23,6 @@ from .engine import (
     store_schema,
 )
 from .errors import ArgumentTypeError
-from .interchange import JsonMirror
 from .repository import Clock, Mirror, SqlAgentRepository, retention, store_options
 from .repository.core import MAX_REPLICA_LAG
 from .schema_head import at_head
@@ -139,6 +138,8 @@ def open_repository(
     if mirror is None and not read_only:
         directory = os.environ.get(ENV_EXPORT_DIR) if export_dir is None else export_dir
         if directory:  # another tenant's in its subfolder: a name's file is its tenant's
+            from .interchange import JsonMirror  # the export machinery, for a mirrored store only
+
             mirror = JsonMirror(directory if tenant == DEFAULT_TENANT else Path(directory) / tenant)
     engine = make_engine(
         url,

@@ -12,15 +12,13 @@ import functools
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
-from importlib import metadata
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import NullPool
 
-from ..bootstrap import open_repository
 from ..dberrors import unreachable
 from ..engine import (
     DEFAULT_URL,
@@ -36,12 +34,12 @@ from ..engine import (
     store_location,
     store_schema,
 )
-from ..repository import AgentRepository, SqlAgentRepository
-from ..schema_head import at_head
 from ..tenancy import DEFAULT_TENANT, ENV_TENANT
-from ..tools.builder import BuilderTools
-from ..tools.outcomes import Result
-from ..tools.texts import CLI_CALLS
+
+if TYPE_CHECKING:  # loaded by the functions that use them: a command's parser needs none
+    from ..repository import AgentRepository, SqlAgentRepository
+    from ..tools.builder import BuilderTools
+    from ..tools.outcomes import Result
 
 Command = Callable[[argparse.Namespace], int]
 """A command: the parsed arguments in, the exit status out."""
@@ -191,6 +189,8 @@ def open_from_args(args: argparse.Namespace) -> SqlAgentRepository:
     writes nothing: where there is no store, or one not at this acti_store's latest revision,
     it raises ``CommandFailed`` saying which command makes or upgrades it (``refuse_unready``).
     """
+    from ..bootstrap import open_repository
+
     only_reads = getattr(args, "only_reads", False)
     read_only = getattr(args, "read_only", False)
     if only_reads:
@@ -219,6 +219,8 @@ def refuse_unready(args: argparse.Namespace) -> None:
     (a SQLite file that does not exist, a database or schema without acti_store's revision), or
     when it is behind this acti_store's latest revision; read on a read-only engine, so that
     nothing is created or written (``SchemaVersionError`` for a newer acti_store's revision)."""
+    from ..schema_head import at_head
+
     url = resolve_url(args.url)
     path = store_file(url)
     if path is not None and not path.exists():
@@ -377,6 +379,8 @@ def _schema_notes(model: type[BaseModel], field: str, description: str) -> list[
 
 def package_version() -> str:
     """The installed acti-store's version (``unknown`` when run from a source tree only)."""
+    from importlib import metadata  # read by ``--version`` alone
+
     try:
         return metadata.version("acti-store")
     except metadata.PackageNotFoundError:
@@ -415,7 +419,35 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
         help=f"{READ_ONLY_HELP}; as --read-only after the command (one that takes none refuses it)",
     )
     add_connection_options(parser)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
+
+
+class _VersionAction(argparse._VersionAction):
+    """argparse's ``--version``, which reads the installed version only when it is asked for
+    (the package metadata costs every other call a few tens of milliseconds)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        self.version = f"%(prog)s {package_version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
+#: The options before the command that take a value, and those that take none (besides
+#: ``--help`` and ``--version``): how ``cli._command_word`` reads past them to the command.
+GLOBAL_VALUE_OPTIONS: Final = (
+    "--url",
+    "--schema",
+    "--tenant",
+    "--pooler",
+    "--replica",
+    "--listen-url",
+)
+GLOBAL_FLAGS: Final = ("--read-only",)
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -468,4 +500,7 @@ def apply_global_options(args: argparse.Namespace) -> None:
 
 def cli_tools(repo: AgentRepository) -> BuilderTools:
     """The builder tools' logic bound to ``repo``, its texts naming ``acti-store`` commands."""
+    from ..tools.builder import BuilderTools
+    from ..tools.texts import CLI_CALLS
+
     return BuilderTools(lambda: repo, calls=CLI_CALLS)
