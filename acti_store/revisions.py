@@ -33,6 +33,8 @@ from .engine import (
 )
 from .errors import InvalidInputError, SchemaVersionError, StoreUnavailableError, StoreUrlError
 from .migrations.names import ORM_TABLES, is_acti_store_table
+from .migrations.progress import MARKER as _MARKER
+from .migrations.progress import end_migration
 from .schema_head import MigrationProgress
 from .schema_head import has_progress_table as _has_progress_table
 from .schema_head import progress as _progress
@@ -48,9 +50,6 @@ _MYSQL_LOCK_WAIT: Final = 2**30
 _VERSION_READS: Final = 3
 #: The pause (seconds, times the attempt) before reading past another's DDL (``_current_state``).
 _VERSION_READ_PAUSE: Final = 0.05
-#: ``Connection.info`` key of this connection's progress marker (MariaDB): ``"running"`` once
-#: ``mark_migration`` wrote it, ``"ended"`` once ``end_migration`` deleted its row.
-_MARKER: Final = "acti_store_migration_marker"
 #: MariaDB's progress table (``MIGRATION_PROGRESS_TABLE``): InnoDB, so that deleting its row
 #: commits with the migration's last revision stamp.
 _PROGRESS_DDL: Final = (
@@ -144,18 +143,6 @@ def mark_migration(
     # the server begins next, which ``conn``'s transaction commits or rolls back as before.
     conn.exec_driver_sql("COMMIT")
     conn.info[_MARKER] = "running"
-
-
-def end_migration(conn: Connection, *, refused: bool = False) -> None:
-    """After Alembic, in the migration's transaction: delete the progress marker of
-    ``mark_migration``, so that it goes in the same commit as the last revision's stamp.
-    ``refused``: a revision refuses to run before it changed anything (0009's downgrade):
-    deleted and committed now, the store being as it was."""
-    if conn.info.get(_MARKER) == "running":
-        conn.execute(text(f"DELETE FROM {MIGRATION_PROGRESS_TABLE}"))
-        conn.info[_MARKER] = "ended"
-        if refused:
-            conn.exec_driver_sql("COMMIT")
 
 
 def recover_interrupted_migration(conn: Connection) -> None:

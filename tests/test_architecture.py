@@ -37,10 +37,10 @@ STORAGE_MODULES: Final = frozenset(
 )
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path = ROOT) -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         found[".".join(parts)] = path
@@ -54,26 +54,27 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+def _imports(tree: ast.AST, typing: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports of ``tree``; those under ``if TYPE_CHECKING:`` only when ``typing``."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            yield from (i for n in node.orelse for i in _imports_in(n))
+        if isinstance(node, ast.If) and _is_type_checking(node) and not typing:
+            yield from (i for n in node.orelse for i in _imports_in(n, typing))
             continue
-        yield from _imports_in(node)
+        yield from _imports_in(node, typing)
 
 
-def _imports_in(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+def _imports_in(node: ast.AST, typing: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
     if isinstance(node, ast.Import | ast.ImportFrom):
         yield node
     else:
-        yield from _imports(node)
+        yield from _imports(node, typing)
 
 
-def _targets(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The package's modules that ``module`` imports."""
+def _targets(module: str, path: Path, modules: dict[str, Path], typing: bool = False) -> set[str]:
+    """The package's modules that ``module`` imports (``typing``: for type checking too)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     targets: set[str] = set()
-    for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _imports(ast.parse(path.read_text(encoding="utf-8")), typing):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
             continue
@@ -88,9 +89,9 @@ def _targets(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return {t for t in targets if t in modules and t != module}
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
-    return {name: _targets(name, path, modules) for name, path in modules.items()}
+def _graph(root: Path = ROOT, typing: bool = False) -> dict[str, set[str]]:
+    modules = _modules(root)
+    return {name: _targets(name, path, modules, typing) for name, path in modules.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -132,6 +133,27 @@ def test_the_import_graph_has_no_cycle() -> None:
     graph = _graph()
     assert graph["acti_store.bootstrap"], "the walk found no imports: it is broken"
     assert _cycles(graph) == []
+
+
+def test_no_import_circle_anywhere_in_the_package_or_the_benchmarks() -> None:
+    """Imports made only for type checking count too: a reader follows them as any other."""
+    package = _graph(typing=True)
+    benchmarks = _graph(ROOT.parent / "benchmarks", typing=True)
+    assert benchmarks["benchmarks.run"], "the walk found no imports: it is broken"
+    assert _cycles(package) == []
+    assert _cycles(benchmarks) == []
+
+
+def test_the_revisions_helpers_sit_below_the_code_that_runs_alembic() -> None:
+    """``acti_store.revisions`` runs Alembic around the revisions and imports what they share
+    (``migrations.names``, ``migrations.progress``); nothing under ``acti_store.migrations``
+    imports it back."""
+    graph = _graph(typing=True)
+    assert "acti_store.migrations.progress" in graph["acti_store.revisions"]
+    up = {m for m, targets in graph.items() if m.startswith("acti_store.migrations")} & {
+        m for m, targets in graph.items() if "acti_store.revisions" in targets
+    }
+    assert up == set()
 
 
 def test_the_cycle_check_finds_a_cycle_held_apart_by_a_deferred_import(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from alembic import op
 
 from ..column_types import MYSQL_DIALECTS
 from ..errors import SchemaVersionError
-from ..revisions import end_migration
+from .progress import end_migration
 
 #: The tables that gained a tenant in revision 0009, as it knew them.
 TENANT_TABLES_0009: Final = (
