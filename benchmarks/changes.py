@@ -33,7 +33,8 @@ from typing import Final
 
 from acti_store import AgentConfig, ConfigCache, SqlAgentRepository, open_repository
 
-from .measure import code_fingerprint, git_state
+from .code_state import code_fingerprint
+from .measure import git_state
 from .report import ACTI_MYSQL, ACTI_POSTGRES
 from .stores import Stores
 

@@ -33,7 +33,7 @@ from acti_store.kept_statements import ENV_STATEMENT_CACHE
 
 from .backends import StoreSpec, open_backend
 from .report import ACTI_SQLITE, REFERENCE
-from .run import DEFAULT_SEED
+from .run_config import DEFAULT_SEED
 from .workload import SEARCH_KINDS, BenchClock, bulk_agents, bulk_span, make_searches
 
 ROOT: Final = Path(__file__).resolve().parent.parent

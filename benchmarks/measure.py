@@ -10,7 +10,6 @@ polluted by the parent's memory.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import statistics
@@ -83,23 +82,6 @@ def first_last(latencies_ns: Sequence[int], window: int = 1_000) -> dict[str, fl
         "first_mean_ms": statistics.fmean(first) / 1e6,
         "last_mean_ms": statistics.fmean(last) / 1e6,
     }
-
-
-def code_fingerprint() -> str:
-    """A hash of acti_store's source and migrations as they are on disk now.
-
-    The probes import acti_store afresh: if someone edits it during a run, the parent and its
-    children would measure different code. Both compute this, and the run stops if they differ.
-    """
-    import acti_store
-
-    package = Path(acti_store.__file__).resolve().parent
-    files = sorted([*package.rglob("*.py"), *(package.parent / "migrations").rglob("*.py")])
-    sha = hashlib.sha256()
-    for path in files:
-        sha.update(path.relative_to(package.parent).as_posix().encode())
-        sha.update(path.read_bytes())
-    return sha.hexdigest()[:16]
 
 
 def git_state() -> dict[str, Any]:

@@ -56,10 +56,13 @@ from acti_store.tools import make_builder_tools
 from .backends import Backend, StoreSpec, open_backend
 from .backends.acti import ActiStoreBackend
 from .checks import Checker, first_difference
-from .measure import code_fingerprint, percentile, run_probe
+from .code_state import code_fingerprint
+from .measure import percentile, run_probe
+from .million_config import DEFAULT_SIZES, GETS, RECORDS, SEARCHES_PER_KIND, MillionConfig
 from .million_report import READ_BACK_SAMPLE, meta, render, targets, write_results
 from .report import ACTI_POSTGRES, ACTI_SQLITE, REFERENCE
-from .run import DEFAULT_SEED, BenchConfig, Run, build_scale_stores
+from .run import build_scale_stores
+from .run_config import DEFAULT_SEED, BenchConfig, Run
 from .stores import Stores
 from .workload import (
     SEARCH_KINDS,
@@ -74,31 +77,11 @@ from .workload import (
     search_kind,
 )
 
-DEFAULT_SIZES: Final = (100_000, 1_000_000)
-GETS: Final = 2_000
-RECORDS: Final = 2_000
-SEARCHES_PER_KIND: Final = 20
 #: The runs recorded start this long after the last instant the built store holds.
 RUNS_AFTER: Final = timedelta(days=200)
 ENGINES: Final = {ACTI_SQLITE: "sqlite", ACTI_POSTGRES: "postgresql"}
 
 perf = time.perf_counter_ns
-
-
-@dataclass(frozen=True)
-class MillionConfig:
-    sizes: tuple[int, ...] = DEFAULT_SIZES
-    postgres_url: str | None = None
-    out: Path = Path("benchmarks/results")
-    name: str = "million"
-    workdir: Path | None = None
-    seed: int = DEFAULT_SEED
-    chart: bool = True
-    gets: int = GETS
-    records: int = RECORDS
-    searches_per_kind: int = SEARCHES_PER_KIND
-    #: Export/import in this process instead of a subprocess each (smoke tests: no memory figure).
-    inline_io: bool = False
 
 
 @dataclass

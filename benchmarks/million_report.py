@@ -15,7 +15,7 @@ from .results import machine_meta, write_figures
 from .workload import SEARCH_KINDS
 
 if TYPE_CHECKING:
-    from .million import MillionConfig
+    from .million_config import MillionConfig
 
 #: Imported agents read back and compared with their exported files, spread over the store.
 READ_BACK_SAMPLE: Final = 200

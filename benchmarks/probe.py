@@ -18,7 +18,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 
 from .backends import StoreSpec, open_backend
-from .measure import code_fingerprint
+from .code_state import code_fingerprint
 from .workload import BenchClock
 
 MIB = 1024 * 1024

@@ -31,7 +31,7 @@ from .report import (
 from .workload import Workload
 
 if TYPE_CHECKING:
-    from .run import BenchConfig, Run
+    from .run_config import BenchConfig, Run
 
 
 def sanity(answers: dict[str, Any], workload: Workload | None) -> dict[str, Any]:

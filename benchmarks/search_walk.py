@@ -25,7 +25,7 @@ from acti_store import SearchQuery, open_repository
 from acti_store.repository import ImportItem, SqlAgentRepository
 from acti_store.repository.engines.sqlite import FtsTrigramIndex
 
-from .run import DEFAULT_SEED
+from .run_config import DEFAULT_SEED
 from .workload import bulk_agents, bulk_span, make_searches, search_kind
 
 WAYS = {"probe first": False, "as shipped": True}

@@ -40,7 +40,8 @@ from acti_store.interchange import export_json, import_json
 from acti_store.repository import ImportItem, SqlAgentRepository
 from acti_store.tenancy import DEFAULT_TENANT
 
-from .measure import code_fingerprint, git_state
+from .code_state import code_fingerprint
+from .measure import git_state
 from .report import ACTI_MYSQL, ACTI_POSTGRES, ACTI_SQLITE
 from .stores import Stores
 from .workload import (
