@@ -1,7 +1,8 @@
 """acti_store: the persistence layer of the ACTi Agent Builder.
 
 Agent configurations, their lifecycle metadata and a 50-record FIFO execution history per agent, in
-SQL tables (SQLite by default, PostgreSQL for shared stores), behind one repository interface.
+SQL tables (SQLite by default; PostgreSQL or MariaDB/MySQL for shared stores), behind one
+repository interface.
 
 Every public name loads on first use (PEP 562): ``import acti_store`` costs a short-lived
 process (a CLI call, an MCP stdio server) only this module, and ``from acti_store import X``

@@ -55,11 +55,13 @@ def open_repository(
 ) -> SqlAgentRepository:
     """Open the store at ``url`` (else ``ACTI_STORE_URL``, else ``outputs/acti_store.db``).
 
-    URLs: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
+    URLs: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``,
     ``postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE`` (``pip install
-    "acti-store[postgres]"``). Brings the schema to Alembic head unless ``migrate=False``;
-    then, on a store never migrated, every call raises a lasting ``StoreUnavailableError``
-    ("the store's tables are missing (run `acti-store migrate`)"), on both engines.
+    "acti-store[postgres]"``), or ``mysql+pymysql://USER:PASSWORD@HOST:PORT/DATABASE`` or
+    ``mariadb+pymysql://...`` (``pip install "acti-store[mysql]"``). Brings the schema to
+    Alembic head unless ``migrate=False``; then, on a store never migrated, every call raises a
+    lasting ``StoreUnavailableError`` ("the store's tables are missing (run `acti-store
+    migrate`)"), on every engine.
     ``schema`` (PostgreSQL only; else ``ACTI_STORE_SCHEMA``; ``""`` for none) puts every object
     of the store, its revision too, in that schema of the database (created if missing) and
     looks for tables nowhere else, so an application's own tables of the same names in other

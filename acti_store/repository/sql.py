@@ -70,7 +70,7 @@ def _by(role: str, method: Callable[Concatenate[R, P], T]) -> Callable[Concatena
 
 
 class SqlAgentRepository(AgentRepository):
-    """``AgentRepository`` on SQLAlchemy: SQLite (default) or PostgreSQL.
+    """``AgentRepository`` on SQLAlchemy: SQLite (default), PostgreSQL or MariaDB/MySQL.
 
     Every write is one transaction, retried when the engine reports a lock or serialization
     conflict, all within ``lock_timeout`` seconds (``deadline``); nothing is written by an

@@ -35,8 +35,8 @@ Statement: TypeAlias = tuple[str, tuple[Any, ...]]
 
 
 class Write(Protocol):
-    """``SqlAgentRepository._write``: ``work`` in one write transaction, retried; ``then``
-    checks the result of each attempt."""
+    """``core.StoreCore.write``: ``work`` in one write transaction, retried; ``then`` checks
+    the result of each attempt."""
 
     def __call__(
         self,
@@ -47,7 +47,7 @@ class Write(Protocol):
 
 
 class Read(Protocol):
-    """``SqlAgentRepository._read``: ``work`` in one read, its errors translated."""
+    """``core.StoreCore.read``: ``work`` in one read, its errors translated."""
 
     def __call__(self, work: Callable[[Cursor], T]) -> T: ...
 
