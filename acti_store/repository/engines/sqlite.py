@@ -178,7 +178,7 @@ _LAST: Final = func.max(
 _PRUNED: Final = func.coalesce(select(_counters.pruned_through).scalar_subquery(), _NONE)
 #: One change, numbered after the last (``feed.INSERT_CHANGE``'s parameters: ``count`` and
 #: ``k`` are not needed; several changes, one statement each, each after the one before).
-INSERT_CHANGE: Final = insert_change(_LAST + literal_column("1", Integer()))
+INSERT_CHANGE: Final = insert_change(_LAST + literal_column("1", Integer()), scalar=True)
 #: The tenant's newest change number (0: none yet).
 LAST_SEQ: Final = Prepared(select(_LAST))
 #: ``feed.FEED``: the feed's figures, with the changes after ``after`` (an outer join from one
