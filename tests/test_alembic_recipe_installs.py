@@ -11,14 +11,12 @@ scripts inside the package).
 from __future__ import annotations
 
 import re
-import site
 import subprocess
-import sys
-import venv
 from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
+from installs import fresh_venv
 
 from acti_store.engine import alembic_config
 
@@ -37,35 +35,16 @@ def recipe_ini(url: str) -> str:
     )
 
 
-def fresh_venv(folder: Path) -> Path:
-    """A virtual environment whose dependencies are this one's, acti_store not among them (a
-    folder added by a .pth file is not scanned for .pth files: the checkout's editable
-    install stays out of sight); its python."""
-    venv.create(folder, with_pip=True)
-    python = folder / "bin" / "python"
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(purelib, "test-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    return python
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("install", ["editable", "wheel"])
-def test_the_host_app_alembic_recipe_runs_as_written(install: str, tmp_path: Path) -> None:
+def test_the_host_app_alembic_recipe_runs_as_written(
+    install: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     python = fresh_venv(tmp_path / "venv")
     if install == "editable":
         target = ["-e", str(ROOT)]
-    else:
-        dist = tmp_path / "dist"
-        subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, ROOT],
-            check=True,
-        )
-        target = [str(next(dist.glob("acti_store-*.whl")))]
+    else:  # the session's wheel (conftest.built_wheel), built once for every test installing it
+        target = [str(request.getfixturevalue("built_wheel"))]
     subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", *target], check=True)
     app = tmp_path / "app"
     app.mkdir()

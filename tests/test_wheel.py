@@ -3,14 +3,12 @@ Alembic runs its migrations from any folder with a minimal ini (``acti_store:mig
 
 from __future__ import annotations
 
-import site
 import subprocess
-import sys
-import venv
 from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
+from installs import fresh_venv
 
 from acti_store.engine import alembic_config
 
@@ -41,26 +39,9 @@ sqlalchemy.url = sqlite:///app.db
 
 
 @pytest.mark.slow
-def test_installed_wheel_finds_its_migrations(tmp_path: Path) -> None:
-    dist = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
-        check=True,
-    )
-    (wheel,) = dist.glob("acti_store-*.whl")
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True)
-    python = env_dir / "bin" / "python"
-    # The dependencies come from this test environment's site-packages, listed after the venv's
-    # own (a path added by a .pth is not scanned for .pth files, so the editable install of the
-    # checkout stays out of sight).
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(purelib, "test-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+def test_installed_wheel_finds_its_migrations(tmp_path: Path, built_wheel: Path) -> None:
+    wheel = built_wheel
+    python = fresh_venv(tmp_path / "venv")
     subprocess.run(
         [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True
     )
@@ -88,7 +69,7 @@ def test_installed_wheel_finds_its_migrations(tmp_path: Path) -> None:
     current = run(*alembic, "current")
     assert current.returncode == 0, current.stderr
     assert f"{HEAD} (head)" in current.stdout
-    check = run(env_dir / "bin" / "acti-store", "migrate", "--check", "--url", "sqlite:///app.db")
+    check = run(python.parent / "acti-store", "migrate", "--check", "--url", "sqlite:///app.db")
     assert check.returncode == 0, check.stderr
     assert check.stdout == f"current: {HEAD}\nhead: {HEAD}\n"
     tables = run(python, "-c", TABLES)
