@@ -233,7 +233,8 @@ def _scope(element: Any) -> Any:
     return element
 
 
-#: A quoted string or identifier of SQL text (what ``_check_text`` reads past), and a name.
+#: A quoted string of SQL text (what ``_check_text`` reads past: ``'agents'`` names no
+#: table), and a word (a quoted identifier's too).
 _QUOTED: Final = re.compile(r"'(?:[^']|'')*'")
 _WORD: Final = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 #: A bound parameter of ``text()``: ``:name`` (not PostgreSQL's ``::type`` cast).

@@ -117,7 +117,8 @@ class StoreCore:
         #: How long the change feed keeps a change (None: for good); pruned after writes, at
         #: most every ``PRUNE_EVERY`` of it (``prune_due``).
         self.keep_changes = keep_changes
-        self._next_prune = 0.0
+        #: When the feed is pruned next, on the store's clock (None: at the next write).
+        self._next_prune: datetime | None = None
         self._created = 0  # agents created one by one since ``grew`` last looked
         self.read_only = read_only
         self.lock_timeout = lock_timeout
@@ -318,19 +319,22 @@ class StoreCore:
 
     def prune_due(self) -> None:
         """Prune the changes older than ``keep_changes``, if this store has not for a while
-        (a tenth of it, at most a minute): in a transaction of its own, after the write's.
-        A failure is left for the next time: the write it follows has committed."""
+        (a tenth of it, at most a minute, on the store's clock, the one that dates the changes):
+        in a transaction of its own, after the write's. A failure is left for the next time:
+        the write it follows has committed."""
         keep = self.keep_changes
-        now = time.monotonic()
-        if keep is None or now < self._next_prune:
+        if keep is None:
             return
-        self._next_prune = now + min(keep.total_seconds() / 10, PRUNE_EVERY_MAX)
-        before = self.now() - keep
+        now = self.now()
+        if self._next_prune is not None and now < self._next_prune:
+            return
+        self._next_prune = now + min(keep / 10, timedelta(seconds=PRUNE_EVERY_MAX))
+        before = now - keep
         try:
             feed = self.kind.feed_statements()
             self.write(lambda cursor: prune(cursor, before, feed))
         except AgentStoreError:
-            self._next_prune = 0.0
+            self._next_prune = None
             logger.warning("could not prune the change feed", exc_info=True)
 
     def grew(self) -> None:
