@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import make_config
 from langchain_core.messages import ToolMessage
-from mcp import types
+from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 from mcp_harness import TRANSPORTS, acti_store, served
 
@@ -130,13 +130,22 @@ def serve(store_url: str, *options: str) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 
 
-async def test_the_tools_are_the_langchain_tools(
+async def test_a_fresh_server_s_tools_prompt_and_refusal_of_an_unknown_tool(
     transport: str, store_url: str, twin: SqlAgentRepository, tmp_path: Path
 ) -> None:
-    langchain = make_builder_tools(twin)
+    """The checks that only read a fresh server share one: each start is a process that imports
+    acti_store and the MCP SDK (10-14 s a test at a load of 6, of which the checks take little)."""
     async with served(transport, serve(store_url), tmp_path / "server.log") as server:
-        listed = (await server.session.list_tools()).tools
+        await the_tools_are_the_langchain_tools(server.session, twin)
+        await an_unknown_tool_is_a_protocol_error(server.session)
+        await the_build_agent_prompt(server.session)
 
+
+async def the_tools_are_the_langchain_tools(
+    session: ClientSession, twin: SqlAgentRepository
+) -> None:
+    langchain = make_builder_tools(twin)
+    listed = (await session.list_tools()).tools
     assert [t.name for t in listed] == [spec.name for spec in TOOL_SPECS]
     for tool, lc_tool in zip(listed, langchain, strict=True):
         assert tool.description == lc_tool.description
@@ -178,10 +187,9 @@ async def test_every_tool_answers_as_the_langchain_tool(
     assert [a.name for a in twin.list_agents()] == ["lead_qualifier"]
 
 
-async def test_an_unknown_tool_is_a_protocol_error(transport: str, store_url: str, tmp_path: Path):
-    async with served(transport, serve(store_url), tmp_path / "server.log") as server:
-        with pytest.raises(McpError) as raised:
-            await server.session.call_tool("drop_everything", {})
+async def an_unknown_tool_is_a_protocol_error(session: ClientSession) -> None:
+    with pytest.raises(McpError) as raised:
+        await session.call_tool("drop_everything", {})
     assert raised.value.error.code == types.INVALID_PARAMS
     assert "Unknown tool 'drop_everything'" in raised.value.error.message
     assert "create_agent_config" in raised.value.error.message
@@ -421,17 +429,15 @@ async def test_a_write_notifies_list_changed_and_updated(
 # --------------------------------------------------------------------------------------------------
 
 
-async def test_the_build_agent_prompt(transport: str, store_url: str, tmp_path: Path) -> None:
-    async with served(transport, serve(store_url), tmp_path / "log") as server:
-        session = server.session
-        (prompt,) = (await session.list_prompts()).prompts
-        chosen = await session.get_prompt("build_agent", {"goal": "Book demos", "stratum": "ZACS"})
-        free = await session.get_prompt("build_agent", {"goal": "Book demos"})
-        problems = []
-        for args in ({"goal": "Book demos", "stratum": "XYZ"}, {"goal": "  "}):
-            with pytest.raises(McpError) as raised:
-                await session.get_prompt("build_agent", args)
-            problems.append(raised.value.error)
+async def the_build_agent_prompt(session: ClientSession) -> None:
+    (prompt,) = (await session.list_prompts()).prompts
+    chosen = await session.get_prompt("build_agent", {"goal": "Book demos", "stratum": "ZACS"})
+    free = await session.get_prompt("build_agent", {"goal": "Book demos"})
+    problems = []
+    for args in ({"goal": "Book demos", "stratum": "XYZ"}, {"goal": "  "}):
+        with pytest.raises(McpError) as raised:
+            await session.get_prompt("build_agent", args)
+        problems.append(raised.value.error)
 
     assert prompt.name == "build_agent"
     assert [(a.name, a.required) for a in prompt.arguments or []] == [
