@@ -262,7 +262,7 @@ def agent_from_document(document: object, *, new_at: datetime | None = None) -> 
 class _FileRecords(BaseModel):
     """Every record of a history file, validated before the newest are chosen."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # an import's, built on first use
 
     executions: list[ExecutionRecord]
 

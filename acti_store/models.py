@@ -278,7 +278,9 @@ UtcDatetime = Annotated[datetime, BeforeValidator(read_timestamp), AfterValidato
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", str_strip_whitespace=False, defer_build=True
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import functools
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -426,15 +426,9 @@ class _VersionAction(argparse._VersionAction):
     """argparse's ``--version``, which reads the installed version only when it is asked for
     (the package metadata costs every other call a few tens of milliseconds)."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
         self.version = f"%(prog)s {package_version()}"
-        super().__call__(parser, namespace, values, option_string)
+        super().__call__(parser, *args, **kwargs)
 
 
 #: The options before the command that take a value, and those that take none (besides

@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from ..models import Description, Stratum, TagList
 
@@ -21,12 +21,16 @@ STRATUM: Final = TypeAdapter(Stratum)
 class CloneOverrides(BaseModel):
     """What ``clone_agent_config`` may change of the source: its description and tags."""
 
+    model_config = ConfigDict(defer_build=True)  # built by a clone's first call, not at import
+
     description: Description | None = None
     tags: TagList | None = None
 
 
 class DeleteParameters(BaseModel):
     """``delete_agent_config``'s choice about the agent's history."""
+
+    model_config = ConfigDict(defer_build=True)  # built by a delete's first call, not at import
 
     delete_history: bool = True
 

@@ -99,10 +99,31 @@ def _properties(model: type[BaseModel]) -> Mapping[str, JsonSchema]:
     return model.model_json_schema()["properties"]  # type: ignore[no-any-return]
 
 
+#: The JSON types of the plain fields ``_bounds`` reads, and the JSON schema's key of each rule.
+_JSON_TYPES: Final = {str: "string", int: "integer", float: "number"}
+_RULE_KEYS: Final = {
+    "min_length": "minLength",
+    "max_length": "maxLength",
+    "ge": "minimum",
+    "le": "maximum",
+}
+
+
 def _bounds(model: type[BaseModel], field: str) -> JsonSchema:
-    """A field's type and range as the domain model declares them (one source for both)."""
-    schema = _properties(model)[field]
-    return {key: schema[key] for key in _RANGE_KEYS if key in schema}
+    """A field's type and range as the domain model declares them (one source for both), read
+    from its declaration: the model's JSON schema is not built at import (tens of ms)."""
+    info = model.model_fields[field]
+    kind = _JSON_TYPES.get(info.annotation) if isinstance(info.annotation, type) else None
+    if kind is None:
+        schema = _properties(model)[field]
+        return {key: schema[key] for key in _RANGE_KEYS if key in schema}
+    found: JsonSchema = {"type": kind}
+    for rule in info.metadata:
+        for name, key in _RULE_KEYS.items():
+            value = getattr(rule, name, None)
+            if value is not None:
+                found[key] = value
+    return {key: found[key] for key in _RANGE_KEYS if key in found}
 
 
 TASK: Final[JsonSchema] = _bounds(ExecutionRequest, "task")
@@ -130,7 +151,7 @@ LIST_ARG: Final = BeforeValidator(_json_list)
 
 class _Args(BaseModel):
     # Unknown arguments are ignored, as LangChain does for any tool.
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class NoArgs(_Args):
