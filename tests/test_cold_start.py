@@ -1,7 +1,10 @@
 """What a short-lived process loads: ``import acti_store`` and the reading commands on a store at
-head leave Alembic, the other engines' dialects and the agents extra unloaded; every public name
-still resolves. Run the way a user runs them, in a fresh interpreter, so that nothing this test
-session imported hides a regression. (Their speed is ``python -m benchmarks.cold_start``'s.)"""
+head leave Alembic, the other engines' dialects and the agents extra unloaded, and the reading
+commands also the other commands, the MCP SDK, the tools' LangChain side, the runs, the
+export machinery and the version tools; a stdio MCP server answers ``initialize`` before it
+loads LangChain and the agent stack; every public name still resolves. Run the way a user runs
+them, in a fresh interpreter, so that nothing this test session imported hides a regression.
+(Their speed is ``python -m benchmarks.cold_start``'s.)"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_config
+from mcp_harness import served
 
 import acti_store
 from acti_store import open_repository
@@ -24,6 +28,29 @@ NOT_NEEDED = (
     "sqlalchemy.dialects.mysql",
     "langchain_core",
     "deepagents",
+)
+
+#: What ``show`` and ``list`` on a store at head do not need either (``cli.COMMAND_MODULES``:
+#: only the command's own module builds its parser; the rest load in the commands that use them).
+NOT_NEEDED_TO_READ = (
+    *NOT_NEEDED,
+    "mcp",
+    "langchain",
+    "langsmith",
+    "langgraph",
+    "acti_store.tools.specs",
+    "acti_store.tools.langchain_tools",
+    "acti_store.tools.defaults",
+    "acti_store.tools.version_tools",
+    "acti_store.execution.runner",
+    "acti_store.mcp_server",
+    "acti_store.interchange",
+    "acti_store.revisions",
+    "acti_store.cli.write",
+    "acti_store.cli.versions",
+    "acti_store.cli.relay",
+    "acti_store.cli.serve_mcp",
+    "acti_store.cli.tenants",
 )
 
 #: Runs ``acti_store.cli.main`` on the arguments given as JSON, then prints, on the last line,
@@ -69,9 +96,37 @@ def test_a_reading_command_on_a_store_at_head_loads_none_of_them(
     store_url: str, command: list[str]
 ) -> None:
     argv = ["--url", store_url, *command]
-    loaded, output = _loaded_by(_PROBE, json.dumps(argv), json.dumps(NOT_NEEDED))
+    loaded, output = _loaded_by(_PROBE, json.dumps(argv), json.dumps(NOT_NEEDED_TO_READ))
     assert "lead_qualifier" in output  # the command did its work
     assert loaded == []
+
+
+#: ``acti-store serve-mcp`` over stdio, printing on stderr at its exit which modules of the
+#: agent stack (argv[2], JSON) it loaded.
+_SERVER = """
+import atexit, json, sys
+stack = json.loads(sys.argv[2])
+atexit.register(lambda: print(json.dumps([m for m in stack if m in sys.modules]), file=sys.stderr))
+from acti_store.cli import main
+sys.exit(main(["--url", sys.argv[1], "serve-mcp", "--transport", "stdio"]))
+"""
+#: What ``execute_created_agent`` needs and a stdio server loads after ``initialize``.
+AGENT_STACK = ("langchain_core", "langsmith", "deepagents", "acti_store.tools.defaults")
+
+
+@pytest.mark.parametrize("request_tools", [False, True])
+async def test_a_stdio_server_loads_the_agent_stack_after_initialize(
+    store_url: str, tmp_path: Path, request_tools: bool
+) -> None:
+    argv = [sys.executable, "-c", _SERVER, store_url, json.dumps(AGENT_STACK)]
+    log = tmp_path / "server.log"
+    async with served("stdio", argv, log) as server:  # initialized
+        if request_tools:
+            listed = await server.session.list_tools()
+            assert "execute_created_agent" in {tool.name for tool in listed.tools}
+    loaded = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
+    # Only initialize: none of it; a first request: all of it (a run then finds it loaded).
+    assert loaded == (list(AGENT_STACK) if request_tools else [])
 
 
 def test_every_public_name_resolves_from_the_package() -> None:

@@ -61,20 +61,23 @@ def serve(args: argparse.Namespace, *, model: Any = None) -> int:
 
     ``model`` goes to the runner of ``execute_created_agent`` (default: each agent's model).
     """
-    try:
-        from ..mcp_server.http import serve_http, token_from
+    stdio = args.tokens is None and (args.transport or "stdio") == "stdio"
+    try:  # over stdio, the SDK's server alone: no HTTP server (uvicorn, starlette) loaded
+        if stdio:
+            from ..mcp_server.server import serve_stdio
+        else:
+            from ..mcp_server.http import serve_http, token_from
     except ImportError as exc:
         raise CommandFailed(NEEDS_MCP.format(problem=exc)) from None
     if args.tokens is not None:
         return _serve_tenants(args, args.tokens, model)
-    transport = args.transport or "stdio"
-    token = token_from(os.environ, args.host, args.token_env) if transport == "http" else None
+    token = None if stdio else token_from(os.environ, args.host, args.token_env)
     repo = open_from_args(args)
     try:
-        server = _server(repo, args, model, read_only=args.read_only)
-        if transport == "stdio":
-            from ..mcp_server.server import serve_stdio
-
+        # One client over stdio: the agent stack loads at its first request, after its
+        # ``initialize`` is answered; over HTTP, before the first of many sessions.
+        server = _server(repo, args, model, read_only=args.read_only, stack_later=stdio)
+        if stdio:
             _run(functools.partial(serve_stdio, server))
         else:
             _run(functools.partial(serve_http, server, host=args.host, port=args.port, token=token))
@@ -195,13 +198,18 @@ def _server(
     *,
     read_only: bool,
     notifier: Notifier | None = None,
+    stack_later: bool = False,
 ) -> McpServer:
-    """The MCP server of ``repo``, its runs on ``model`` and ``--mcp-config``'s catalog."""
+    """The MCP server of ``repo``, its runs on ``model`` and ``--mcp-config``'s catalog
+    (``stack_later``: ``McpServerOptions.agent_stack_later``)."""
     from ..mcp_server.server import McpServerOptions, build_server
 
     builder = BuilderTools(lambda: repo, model=model, mcp_catalog=args.mcp_config)
     options = McpServerOptions(
-        read_only=read_only, version=package_version(), versions=args.with_versions
+        read_only=read_only,
+        version=package_version(),
+        versions=args.with_versions,
+        agent_stack_later=stack_later,
     )
     return build_server(builder, options, notifier)
 

@@ -11,6 +11,7 @@ notifications and elicitation are the same session calls in both.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import sys
@@ -66,6 +67,9 @@ class McpServerOptions:
     #: Serve the version tools too (``serve-mcp --with-versions``): versions, diffs, rollbacks,
     #: labels (splits, label rollbacks) and comparisons.
     versions: bool = False
+    #: Load the agent stack (``execute_created_agent``'s) at the first request handled, not as
+    #: the server is built: a client over stdio has its ``initialize`` answered seconds sooner.
+    agent_stack_later: bool = False
 
 
 def build_server(
@@ -84,11 +88,12 @@ def build_server(
     tools = served_tools(declarations, read_only=options.read_only)
     # The tools that write, not served read-only: a call says so, not "unknown tool".
     withheld = {spec.name for specs, _ in declarations for spec in specs} - tools.keys()
-    if "execute_created_agent" in tools:
-        # LangChain's tool classes come with it: a server without that tool loads neither.
-        from ..tools.defaults import load_agent_stack
-
-        load_agent_stack()  # seconds of imports holding the GIL: now, not on a client's first run
+    # LangChain and deepagents come with execute_created_agent: a server without it loads
+    # neither. Seconds of imports holding the GIL: as the server is built, or (later) at the
+    # first request, before any run, never in a client's first run.
+    stack_due = "execute_created_agent" in tools
+    if stack_due and not options.agent_stack_later:
+        stack_due = _load_agent_stack()
     resources = Resources(builder)
     completions = Completions(builder)
     notifier = Notifier() if notifier is None else notifier
@@ -111,7 +116,12 @@ def build_server(
     )
 
     def session() -> ServerSession:
-        """The session of the request being handled, remembered for notifications."""
+        """The session of the request being handled, remembered for notifications (and, on
+        the first request of a server built with ``agent_stack_later``, the agent stack)."""
+        nonlocal stack_due
+        if stack_due:
+            stack_due = _load_agent_stack()
+            gc.freeze()  # its objects leave the collector's full passes, as the startup's do
         current: ServerSession = server.request_context.session
         notifier.seen(current)
         return current
@@ -223,6 +233,14 @@ def build_server(
         }
     )
     return server
+
+
+def _load_agent_stack() -> bool:
+    """Import the agent stack (``tools.defaults.load_agent_stack``); False: no longer due."""
+    from ..tools.defaults import load_agent_stack
+
+    load_agent_stack()
+    return False
 
 
 async def serve_stdio(server: McpServer) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from .agent import BUILDER_SYSTEM_PROMPT, create_builder_agent
     from .defaults import ASYNC_TOOLS, BUILDER_TOOLS
-    from .specs import make_builder_tools, make_version_tools
+    from .langchain_tools import make_builder_tools, make_version_tools
 
 #: Each export and the module that defines it.
 _EXPORTS: Final = {
@@ -26,8 +26,8 @@ _EXPORTS: Final = {
     "BUILDER_SYSTEM_PROMPT": "agent",
     "BUILDER_TOOLS": "defaults",
     "create_builder_agent": "agent",
-    "make_builder_tools": "specs",
-    "make_version_tools": "specs",
+    "make_builder_tools": "langchain_tools",
+    "make_version_tools": "langchain_tools",
 }
 
 

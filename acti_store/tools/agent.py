@@ -21,8 +21,7 @@ from ..models import (
 )
 from ..repository import AgentRepository
 from .builder import BuilderTools
-from .defaults import BUILDER_TOOLS, default_repository
-from .specs import SPECS_BY_NAME, ToolSpec, make_builder_tools, version_tools
+from .specs import SPECS_BY_NAME, ToolSpec
 from .texts import BUILDER_AGENT_NEEDS_EXTRA, STRATA_LINES
 
 if TYPE_CHECKING:
@@ -336,6 +335,9 @@ def create_builder_agent(
         from deepagents import create_deep_agent
     except ImportError as exc:
         raise MissingExtraError(BUILDER_AGENT_NEEDS_EXTRA.format(reason=exc)) from exc
+    # LangChain's tools, here only: the prompt and the approvals (the MCP server's) need none.
+    from .defaults import BUILDER_TOOLS, default_repository
+    from .langchain_tools import make_builder_tools, version_tools
 
     if runner is not None:
         repo = runner.repo if repo is None else repo

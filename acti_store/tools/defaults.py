@@ -19,7 +19,8 @@ from langchain_core.tools import BaseTool
 from ..bootstrap import open_repository
 from ..repository import AgentRepository
 from .builder import BuilderTools
-from .specs import AsyncVariant, async_variants, builder_tools
+from .langchain_tools import builder_tools
+from .specs import AsyncVariant, async_variants
 
 
 class _LazyRepository:
