@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -206,7 +207,7 @@ def _write(path: Path, name: str, compiled: Compiled, types: TypeNames) -> None:
     entry = {"name": name, "sql": compiled.sql, "positional": compiled.positional}
     try:
         text = json.dumps(entry | {"plan": plan, "results": results})
-        temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+        temporary = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, path)
     except (OSError, TypeError, ValueError):
