@@ -11,9 +11,9 @@ building and compiling the statement.
 The SQL read back is the SQL SQLAlchemy compiled, tenant condition included (it was scoped
 before it was written), and its values stay bound parameters. An entry is found only by the
 same statement key, the same dialect (its class, paramstyle and server version) and the same
-*fingerprint*: SQLAlchemy's version and the name, size and modification time of every module
-of the storage layers that builds statements (``_SOURCES``): a changed module is a new
-fingerprint, never an entry compiled by the code it replaced. Types are written by name from
+*fingerprint*: SQLAlchemy's version and the name, size and modification time of each module a
+statement's SQL comes from (``_SOURCES``): a changed module is a new fingerprint, never an
+entry compiled by the code it replaced. Types are written by name from
 the ``TypeNames`` the statement's builder gives; a statement holding a type it cannot name is
 not kept (it is compiled in each process, as before).
 
@@ -44,9 +44,23 @@ from .sqlexec import _REQUIRED, Compiled, Prepared, Processor
 
 #: The environment variable naming the directory (``off``: no cache).
 ENV_STATEMENT_CACHE: Final = "ACTI_STORE_STATEMENT_CACHE"
-#: The package's folders whose modules build statements: their ``.py`` files make the
-#: fingerprint (the package itself, the repository and its engines).
-_SOURCES: Final = ("", "repository", "repository/engines")
+#: The modules a kept statement's SQL comes from (its builder, the engines' ways of reading a
+#: column and their text indexes, the tables and their types, the tenant's scoping, the
+#: compile): their size and mtime make the fingerprint. Eleven ``stat`` calls, 0.08 ms; every
+#: module of the three folders took 1 ms, a third of a kept search's first use.
+_SOURCES: Final = (
+    "sqlexec.py",
+    "tenancy.py",
+    "schema.py",
+    "column_types.py",
+    "kept_statements.py",
+    "repository/search.py",
+    "repository/statements.py",
+    "repository/engines/base.py",
+    "repository/engines/sqlite.py",
+    "repository/engines/postgresql.py",
+    "repository/engines/mysql.py",
+)
 #: A fingerprint's folder unused this long is removed when a new one is made.
 _STALE_SECONDS: Final = 30 * 86_400
 #: The generic types a statement may hold without naming them (the tenant's ``String(64)``, a
@@ -128,8 +142,8 @@ def _make_folder() -> Path | None:
     base = _base()
     if base is None:
         return None
-    folder = base / _fingerprint()
     try:
+        folder = base / _fingerprint()
         if not folder.is_dir():
             folder.mkdir(parents=True, exist_ok=True)
             _remove_stale(base, folder)
@@ -147,15 +161,12 @@ def _base() -> Path | None:
 
 
 def _fingerprint() -> str:
-    """SQLAlchemy's version and each statement-building module's name, size and mtime."""
-    root = Path(os.path.dirname(__file__))
+    """SQLAlchemy's version and each of ``_SOURCES``' name, size and mtime."""
+    root = os.path.dirname(__file__)
     parts = [sqlalchemy_version]
-    for sub in _SOURCES:
-        with os.scandir(root / sub) as entries:
-            for entry in sorted(entries, key=lambda e: e.name):
-                if entry.name.endswith(".py"):
-                    stat = entry.stat()
-                    parts.append(f"{sub}/{entry.name}:{stat.st_size}:{stat.st_mtime_ns}")
+    for name in _SOURCES:
+        stat = os.stat(os.path.join(root, name))
+        parts.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
     return _digest("\n".join(parts))
 
 

@@ -159,3 +159,19 @@ def test_the_cli_searches_alike_with_its_statements_compiled_or_read(tmp_path: P
         assert list(folder.glob("*/*.json"))
     assert outputs[0] == outputs[1]
     assert "lead_qualifier" in outputs[0] and "scheduler" not in outputs[0]
+
+
+def test_a_changed_module_is_a_new_fingerprint(tmp_path: Path) -> None:
+    """Every module the fingerprint names exists, and one that changes changes it: an entry
+    compiled by the code it replaced is never found."""
+    root = Path(kept.__file__).parent
+    assert all((root / name).is_file() for name in kept._SOURCES)
+    before = kept._fingerprint()
+    module = root / "repository" / "search.py"
+    stat = module.stat()
+    try:
+        os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000))
+        assert kept._fingerprint() != before
+    finally:
+        os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert kept._fingerprint() == before
