@@ -21,8 +21,10 @@ baseline, its target and whether the median meets it; writes ``OUT.txt`` and ``O
 
     python -m benchmarks.cold_start [--runs 10] [--base REV] [--out benchmarks/results/cold_start]
 
-Where a case's time goes: ``python -X importtime -c "import acti_store"`` (imports) and
-``python -m cProfile -s cumtime -m acti_store --url URL show NAME`` (the whole call).
+Where a case's time goes: ``python -X importtime -c "import acti_store"`` (imports),
+``python -m benchmarks.import_cost -- --url URL show NAME`` (each package's imports in CPU time,
+steadier under load) and ``python -m cProfile -s cumtime -m acti_store --url URL show NAME``
+(the whole call).
 """
 
 from __future__ import annotations
