@@ -67,7 +67,7 @@ from acti_store.testing import ScriptedChatModel, calls, tool_call
 from acti_store.tools import ASYNC_TOOLS
 from acti_store.tools.builder import BuilderTools
 from acti_store.tools.defaults import default_repository
-from acti_store.tools.specs import builder_tools
+from acti_store.tools.langchain_tools import builder_tools
 
 TICK = 0.005
 SERVERS = Path(__file__).resolve().parent.parent / "tests" / "mcp_servers"

@@ -6,13 +6,12 @@ method as the sync function, the method on the store's threads, or its native
 (``async_variants``, whose signatures are their args schemas'), and the tool list of the builder
 agent's prompt. Front ends (the CLI's
 option help) read the same declarations. The LangChain tools live in ``langchain_tools`` and
-load on first use: the declarations alone (the MCP server's tools) import no LangChain.
+are imported from there: the declarations alone (the MCP server's tools) import no LangChain.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import operator
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,28 +27,6 @@ from . import schemas, version_schemas
 from .builder import BuilderTools
 from .outcomes import Result, settled
 from .version_tools import VersionTools
-
-#: The names ``langchain_tools`` defines, still given here (on first use, PEP 562: importing the
-#: declarations does not import LangChain) to code that imports them from this module.
-_LANGCHAIN_NAMES: Final = frozenset(
-    {
-        "FIRST_CALL_IMPORTS",
-        "BuilderTool",
-        "builder_tools",
-        "make_builder_tools",
-        "make_version_tools",
-        "version_tools",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LANGCHAIN_NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(".langchain_tools", __package__), name)
-    globals()[name] = value
-    return value
-
 
 AsyncVariant = Callable[..., Awaitable[str]]
 """A tool as the contract's ``*_async`` function: the tool's text, the event loop kept free."""
