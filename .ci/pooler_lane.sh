@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The pooler lane (issue 41): PgBouncer in transaction mode, 2 server connections per database
+# The pooler lane (issue 41): PgBouncer in transaction mode, 3 server connections per database
 # and user, in front of the machine's PostgreSQL; the repository, tenant, change-feed, routing
 # and interchange tests open their stores through it (ACTI_STORE_TEST_POSTGRES_POOLER_URL, with
 # ACTI_STORE_POOLER=transaction), their schemas made and dropped on the server directly.
 # Usage: .ci/pooler_lane.sh PYTHON WORKDIR
 set -euo pipefail
+# Why 3, not 2: with 2, tests/test_tenant_load.py (10 processes writing and reading through the
+# pooler at once) waited past PgBouncer's query_wait_timeout (120 s) in one CI run of two, and
+# past 30 s in 3 local runs of 4, at 19dc400 as at later commits: some server connection stays
+# linked to one client for 30-40 s ("client disconnect while server was not ready (age=42s)").
+# With 3 it passed every run. The cause is not found yet (written in the round's closing note);
+# 10 clients on 3 server connections still share every connection between transactions.
 PYTHON="$1"
 DIR="$2/pgbouncer"
 mkdir -p "$DIR"
@@ -21,7 +27,7 @@ unix_socket_dir =
 auth_type = trust
 auth_file = $DIR/users.txt
 pool_mode = transaction
-default_pool_size = 2
+default_pool_size = 3
 max_client_conn = 400
 ignore_startup_parameters = extra_float_digits
 logfile = $DIR/pgbouncer.log
