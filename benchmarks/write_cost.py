@@ -12,7 +12,8 @@ working tree's ``acti_store`` (and, with ``--base``, that revision's, from ``git
   ``sqlite3.Connection`` subclass whose cursors time ``execute`` and ``executemany``, and its
   ``commit``): the median per statement, by its SQL's first 60 characters.
 
-The worker imports nothing but the standard library and the ``acti_store`` its ``PYTHONPATH``
+The worker imports nothing but the standard library, ``benchmarks.ab``'s agents (that module,
+standard library only, is copied beside the worker) and the ``acti_store`` its ``PYTHONPATH``
 names, so any revision's tree runs it.
 """
 
@@ -36,32 +37,16 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
 
+try:  # the worker: a copy of this script, with ab.py copied beside it
+    from ab import _config
+except ImportError:  # python -m benchmarks.write_cost
+    from .ab import _config
+
 #: A WAL frame: a 24-byte header (its first 4 bytes the page number), then the page.
 _WAL_HEADER: Final = 32
 _FRAME_HEADER: Final = 24
 #: Creates and updates whose pages are counted.
 _COUNTED: Final = 40
-
-_WORDS: Final = (
-    "qualifies inbound leads by budget and timeline",
-    "summarises support tickets for the weekly review",
-    "drafts outreach emails from CRM notes",
-    "answers billing questions with the pricing sheet",
-    "triages bug reports and assigns an owner",
-)
-
-
-def _config(i: int) -> dict[str, Any]:
-    """``benchmarks.ab``'s agent ``i`` (repeated here: a worker imports no benchmark module)."""
-    return {
-        "name": f"agent_{i:06d}",
-        "description": f"Agent {i} that {_WORDS[i % len(_WORDS)]}",
-        "system_prompt": "You are a careful assistant. " * 3,
-        "tools": ["websearch", "crm"][: i % 3],
-        "tags": [f"team-{i % 7}", "bench"][: i % 3],
-        "stratum": None,
-    }
-
 
 # -- worker ----------------------------------------------------------------------------------
 
@@ -254,11 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(args.agents, args.calls)
         return 0
-    from .ab import ROOT, base_tree  # the driver's alone: a worker imports no benchmark module
+    from .ab import ROOT, base_tree  # the driver's alone
 
     with ExitStack() as stack:
         script = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "write_cost_worker.py"
         shutil.copyfile(__file__, script)
+        # the A/B's agents, from its module copied beside the worker (standard library only)
+        shutil.copyfile(Path(__file__).with_name("ab.py"), script.with_name("ab.py"))
         sides = {"now": ROOT}
         if args.base is not None:
             tree, commit = stack.enter_context(base_tree(args.base))
