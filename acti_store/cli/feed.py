@@ -4,21 +4,24 @@ The changes come from ``repo.changes`` a page at a time; ``--follow`` then keeps
 they commit (``repo.watch``) until Ctrl-C or SIGTERM, which end it with status 0. What this
 module shares with ``relay``: reading the feed from a position (``read_feed``), a change as one
 line of text (``change_line``) and as its JSON body (``change_body``), and ending a follower
-quietly on SIGTERM as on Ctrl-C (``interruptible``).
+quietly on SIGTERM as on Ctrl-C, between two of the driver's steps (``interruptible``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import signal
+import sys
 from collections.abc import Generator, Iterator
 from types import FrameType
 from typing import Any, Final
 
 from ..changes import CHANGE_KINDS, CHANGES_LIMIT_DEFAULT, Change
 from ..repository import AgentRepository
+from ..repository.signals import INTERRUPTIBLE_WAITS
 from ..tools.render import record_time
 from .options import Command, add_store_options, open_from_args
 
@@ -63,19 +66,75 @@ def read_feed(repo: AgentRepository, after: int | None, *, follow: bool) -> Feed
         yield from repo.watch(after=newest if last is None else last)
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+#: How soon a stop that came while the driver's or SQLAlchemy's code ran is looked at again.
+STOP_RETRY: Final = 0.01
+
+
+def _own_code(frame: FrameType) -> bool:
+    """Whether ``frame`` runs the package's code or the standard library's."""
+    top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+    return top == "acti_store" or top in sys.stdlib_module_names
+
+
+def _can_stop(frame: FrameType | None, outside: frozenset[int]) -> bool:
+    """Whether ``KeyboardInterrupt`` raised in ``frame`` (the running one) loses nothing: every
+    frame up to the block's (``outside``) runs the package's or the standard library's code, or
+    one of them is a change signal's wait (which its driver ends cleanly on an interruption)."""
+    held = False
+    while frame is not None and id(frame) not in outside:
+        if frame.f_code in INTERRUPTIBLE_WAITS:
+            return True
+        held = held or not _own_code(frame)
+        frame = frame.f_back
+    return not held
 
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """SIGTERM raises ``KeyboardInterrupt`` inside the block, as Ctrl-C does: a follower that
-    catches it ends on either (``kill``, a service manager's stop) with status 0."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    """Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` inside the block, as a follower expects of
+    either (``kill``, a service manager's stop) — but never in the middle of the driver's or
+    SQLAlchemy's own code, which may leave an object half made there (PyMySQL's result, whose
+    finalizer then prints an error at exit). A stop that comes there is looked at again every
+    ``STOP_RETRY`` seconds, and lands as soon as that code returns; a second stop lands at once
+    (a statement that hangs cannot hold the process)."""
+    here = inspect.currentframe()
+    # The frames outside the block, kept alive while it runs: no frame inside can reuse an id.
+    kept = list(_frames(here.f_back if here is not None else None))
+    outside = frozenset(map(id, kept))
+    stops = 0
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stops
+        stops += 1
+        retry(signum, frame, force=stops > 1)
+
+    def retry(signum: int, frame: FrameType | None, *, force: bool = False) -> None:
+        if force or _can_stop(frame, outside):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            raise KeyboardInterrupt
+        signal.setitimer(signal.ITIMER_REAL, STOP_RETRY)
+
+    previous = {
+        signum: signal.signal(signum, handler)
+        for signum, handler in (
+            (signal.SIGINT, stop),
+            (signal.SIGTERM, stop),
+            (signal.SIGALRM, retry),
+        )
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        kept.clear()
+
+
+def _frames(frame: FrameType | None) -> Iterator[FrameType]:
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
 
 
 def close_quietly(repo: AgentRepository, feed: Feed | None) -> None:

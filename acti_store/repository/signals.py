@@ -12,12 +12,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from types import CodeType
+from typing import Any, Final, Protocol, TypeVar
 
 from sqlalchemy import Engine
 
 from ..sqlexec import Cursor
 from .feed import LAST_SEQ
+
+F = TypeVar("F", bound=Callable[..., object])
+
+#: The code of the signal waits that an interruption (Ctrl-C, SIGTERM) may end anywhere, the
+#: driver's own wait included (``cli.feed.interruptible`` lets a stop land there at once).
+INTERRUPTIBLE_WAITS: Final[set[CodeType]] = set()
+
+
+def interruptible_wait(wait: F) -> F:
+    """Mark ``wait`` as one whose driver ends cleanly on ``KeyboardInterrupt`` wherever it
+    lands (psycopg's wait for notifications cancels and re-raises)."""
+    INTERRUPTIBLE_WAITS.add(wait.__code__)
+    return wait
+
 
 #: How often ``PollingSignal`` reads the counter: commit-to-delivery within that (and a read).
 POLL_INTERVAL: Final = 0.05

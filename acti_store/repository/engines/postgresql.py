@@ -52,7 +52,13 @@ from ..recording import (
     run_record,
     why_unrecorded,
 )
-from ..signals import POLL_INTERVAL, ChangeSignal, PollingSignal, own_connection
+from ..signals import (
+    POLL_INTERVAL,
+    ChangeSignal,
+    PollingSignal,
+    interruptible_wait,
+    own_connection,
+)
 from ..statements import (
     AGENT_KEYS,
     BY_NAME,
@@ -288,6 +294,7 @@ class ListenSignal:
     def arm(self) -> None:
         """Nothing to do: a notification that comes before ``wait`` waits for it."""
 
+    @interruptible_wait
     def wait(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
