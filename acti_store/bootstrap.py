@@ -17,8 +17,8 @@ from sqlalchemy.engine import URL
 from .engine import (
     LOCK_TIMEOUT_DEFAULT,
     LOCK_TIMEOUT_MAX,
+    is_pooled,
     make_engine,
-    pooled_settings,
     resolve_replicas,
     store_schema,
 )
@@ -163,7 +163,7 @@ def open_repository(
                     schema=store_schema(engine) or "",
                     read_only=True,
                     lock_timeout=lock_timeout,
-                    pooler="none" if pooled_settings(engine) is None else "transaction",
+                    pooler="transaction" if is_pooled(engine) else "none",
                     **(engine_options or {}),
                 )
             )

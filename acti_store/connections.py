@@ -13,8 +13,8 @@ from sqlalchemy.pool import QueuePool
 
 #: Set in a pooled connection's ``info`` when the repository gives it back with its transaction
 #: ended (committed or rolled back): an engine whose pool would roll it back again, at the cost
-#: of a round trip, may skip that (``mariadb.reset``). Taken out by the reset, so a connection
-#: the host checks out itself (``repo.engine``) is rolled back as usual.
+#: of a round trip, may skip that (``engines.mariadb.connection.reset``). Taken out by the
+#: reset, so a connection the host checks out itself (``repo.engine``) is rolled back as usual.
 ENDED: Final = "acti_store.transaction_ended"
 
 

@@ -1,4 +1,5 @@
-"""The engine of a store: its URL and PostgreSQL schema, and each engine's connection policy.
+"""The engine of a store: its URL and schema, checked, and the SQLAlchemy engine its database's
+connection policy makes (``make_engine``, which asks the store's engine: ``engine_registry``).
 
 Nothing here knows the JSON interchange or the mirror: ``acti_store.bootstrap`` wires those.
 Bringing the schema to Alembic head is ``acti_store.revisions``.
@@ -11,31 +12,23 @@ import importlib.util
 import os
 import re
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.pool import ConnectionPoolEntry
 
-from . import mariadb, postgresql, sqlite
-from .column_types import MYSQL_DIALECTS
+from .engine_registry import DATABASE_ALIASES, SUPPORTED_URLS, EngineEntry, engine_for
 from .errors import (
     ArgumentTypeError,
     MissingDriverError,
     SchemaVersionError,
-    StoreUnavailableError,
     StoreUrlError,
 )
 from .models import INTEGER_MAX
-from .postgresql import wait_ms as wait_ms  # also SQLite's busy timeout
-from .sqlite import SQLITE_BEGIN_READ as SQLITE_BEGIN_READ
-from .sqlite import SQLITE_BEGIN_WRITE as SQLITE_BEGIN_WRITE
-from .sqlite import foreign_keys_off as foreign_keys_off
-from .sqlite import read_only_url as read_only_url
-from .sqlite import sqlite_path as sqlite_path
-from .sqlite import switch_to_wal as switch_to_wal
 from .validation import ARGUMENT
 
 if TYPE_CHECKING:  # imported when first made: it needs greenlet, which only [postgres] installs
@@ -62,26 +55,9 @@ LEGACY_VERSION_TABLE: Final = "alembic_version"
 #: written before the first DDL and deleted when the migration commits, as that engine's DDL
 #: commits as it goes and cannot be rolled back. A row left behind is an interrupted migration.
 MIGRATION_PROGRESS_TABLE: Final = "acti_store_migration_progress"
-#: The drivers acti_store runs on, by database (the driver part of ``dialect+driver://``); the
-#: first is the one a refused driver's message names.
-SUPPORTED_DRIVERS: Final = {
-    "sqlite": ("pysqlite",),
-    "postgresql": ("psycopg",),
-    "mysql": ("pymysql", "mysqldb"),
-    "mariadb": ("pymysql", "mysqldb"),
-}
-#: Other names of a database in the URLs people paste: ``postgres://`` is what Heroku, Render
-#: and Fly put in ``DATABASE_URL``.
-DATABASE_ALIASES: Final = {"postgres": "postgresql"}
-#: The module each driver of ``SUPPORTED_DRIVERS`` is imported as.
-DRIVER_MODULES: Final = {"psycopg": "psycopg", "pymysql": "pymysql", "mysqldb": "MySQLdb"}
-#: What to install for a driver that is missing.
-DRIVER_EXTRAS: Final = {
-    "psycopg": 'pip install "acti-store[postgres]"',
-    "pymysql": 'pip install "acti-store[mysql]"',
-    "mysqldb": "pip install mysqlclient (it builds against MariaDB's client library: "
-    "e.g. apt install libmariadb-dev pkg-config)",
-}
+#: PostgreSQL: the logins bound to one tenant each, which row-level security holds to it
+#: (revision 0015; ``engines.postgresql.logins``).
+TENANT_LOGINS_TABLE: Final = "agent_tenant_logins"
 #: A schema name acti_store takes: an identifier PostgreSQL keeps as written without quotes.
 _SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 #: The rule ``_SCHEMA_NAME`` (and the names PostgreSQL reserves) in words.
@@ -103,12 +79,62 @@ POOLERS: Final = ("none", "transaction")
 #: The execution option that carries a pooled store's ``postgresql.TransactionSettings`` on its
 #: engine (absent: a store that keeps its settings in the session).
 POOLER_OPTION: Final = "acti_pooler"
-SUPPORTED_URLS: Final = (
-    "Use sqlite:///relative/path.db, sqlite:////absolute/path.db, "
-    "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE (PostgreSQL needs "
-    'pip install "acti-store[postgres]") or mariadb+pymysql://USER:PASSWORD@HOST:PORT/DATABASE '
-    '(also mysql+pymysql://; MariaDB needs pip install "acti-store[mysql]")'
-)
+
+
+def wait_ms(seconds: float) -> int:
+    """A lock wait in whole milliseconds (PostgreSQL's and SQLite's), at least 1: 0 means
+    "never wait" to SQLite's busy timeout and "wait forever" to PostgreSQL's ``lock_timeout``."""
+    return max(1, round(seconds * 1000))
+
+
+@dataclass(frozen=True)
+class SessionPolicy:
+    """What ``make_engine`` resolved from its options, for the store's engine to connect by:
+    the store's URL (its driver checked), schema (None: the default), whether it only reads,
+    its lock timeout (seconds), whether a pooler in transaction mode stands before its server,
+    the direct URL its change feed listens on, and whether the engine is an async one's."""
+
+    url: URL
+    schema: str | None
+    read_only: bool
+    lock_timeout: float
+    pooled: bool
+    listen_url: URL | None
+    is_async: bool
+
+
+class EngineConnection(Protocol):
+    """What an engine's ``connection`` module gives (``engine_registry``)."""
+
+    def make(self, policy: SessionPolicy, kwargs: dict[str, Any]) -> Engine:
+        """The SQLAlchemy engine of the store ``policy`` describes (``kwargs``: SQLAlchemy's
+        ``create_engine`` options), with this engine's connection policy."""
+
+    def store_file(self, url: URL) -> Path | None:
+        """The file the store at ``url`` is kept in, if it is kept in one."""
+
+    def migrating(self, conn: Connection) -> AbstractContextManager[None]:
+        """Held around a migration on ``conn``, its transaction and ``migrated`` included."""
+
+    def migrated(self, conn: Connection) -> None:
+        """After a migration on ``conn`` committed."""
+
+
+def connection_of(database: str) -> EngineConnection:
+    """The ``connection`` part of the engine of ``database`` (a backend or dialect name)."""
+    return cast(EngineConnection, engine_for(database).part("connection"))
+
+
+def migrating(conn: Connection) -> AbstractContextManager[None]:
+    """What the store's engine holds around a migration on ``conn`` (SQLite: foreign keys off,
+    so that a revision may rebuild a table), entered before its transaction begins."""
+    return connection_of(conn.dialect.name).migrating(conn)
+
+
+def migrated(conn: Connection) -> None:
+    """What the store's engine does once a migration on ``conn`` committed (SQLite: the file
+    switched to WAL)."""
+    connection_of(conn.dialect.name).migrated(conn)
 
 
 def resolve_url(url: str | URL | None = None) -> URL:
@@ -128,12 +154,11 @@ def resolve_url(url: str | URL | None = None) -> URL:
         raise StoreUrlError(
             f"{_shown_url(given)} is not a database URL acti_store can use. {SUPPORTED_URLS}"
         ) from None
-    if backend not in SUPPORTED_DRIVERS:
-        raise StoreUrlError(f"acti_store does not support {backend} databases. {SUPPORTED_URLS}")
-    if driver not in SUPPORTED_DRIVERS[backend]:
+    drivers = [d.name for d in engine_for(backend).drivers]
+    if driver not in drivers:
         raise StoreUrlError(
             f"acti_store does not support the {driver} driver for {backend}: use "
-            f"{backend}+{SUPPORTED_DRIVERS[backend][0]}://. {SUPPORTED_URLS}"
+            f"{backend}+{drivers[0]}://. {SUPPORTED_URLS}"
         )
     return resolved
 
@@ -143,21 +168,22 @@ def _with_driver(url: URL) -> URL:
     server's URL that names no driver, the driver acti_store runs it on (``default_driver``)."""
     backend, plus, driver = url.drivername.partition("+")
     backend = DATABASE_ALIASES.get(backend, backend)
-    if not plus and backend != "sqlite" and backend in SUPPORTED_DRIVERS:
-        return url.set(drivername=f"{backend}+{default_driver(backend)}")
+    if not plus:
+        entry = engine_for(backend)
+        if entry.server:
+            return url.set(drivername=f"{backend}+{default_driver(entry)}")
     return url.set(drivername=f"{backend}{plus}{driver}")
 
 
-def default_driver(backend: str) -> str:
-    """The driver a URL of ``backend`` without one is read with: the first of
-    ``SUPPORTED_DRIVERS[backend]`` that is installed, else the first (``make_engine`` then says
-    what to install: ``MissingDriverError``)."""
-    drivers = SUPPORTED_DRIVERS[backend]
-    for driver in drivers:
+def default_driver(entry: EngineEntry) -> str:
+    """The driver a URL of ``entry``'s without one is read with: the first of its drivers that
+    is installed, else the first (``make_engine`` then says what to install:
+    ``MissingDriverError``)."""
+    for driver in entry.drivers:
         with contextlib.suppress(ImportError, ValueError):  # a module set to None in sys.modules
-            if importlib.util.find_spec(DRIVER_MODULES[driver]) is not None:
-                return driver
-    return drivers[0]
+            if importlib.util.find_spec(driver.module) is not None:
+                return driver.name
+    return entry.drivers[0].name
 
 
 def resolve_schema(schema: str | None, url: URL) -> str | None:
@@ -171,7 +197,7 @@ def resolve_schema(schema: str | None, url: URL) -> str | None:
     if not given:
         return None
     named = f"schema {given[:100]!r}" if schema is not None else f"{ENV_SCHEMA}={given[:100]!r}"
-    if url.get_backend_name() == "sqlite":
+    if not engine_for(url.get_backend_name()).schemas:
         raise StoreUrlError(
             f"{named}: a schema of its own is for PostgreSQL. On SQLite, give acti_store a "
             "database file of its own (e.g. sqlite:///acti_store.db) instead of the "
@@ -198,7 +224,7 @@ def resolve_pooler(pooler: str | None, url: URL) -> bool:
         raise StoreUrlError(
             f"{named} is not a pooler mode acti_store knows: use none or transaction"
         )
-    return url.get_backend_name() == "postgresql"
+    return engine_for(url.get_backend_name()).transaction_pooler
 
 
 #: The environment variable giving ``listen_url`` when ``open_repository`` is not given one.
@@ -211,10 +237,10 @@ def resolve_listen_url(listen_url: str | URL | None, url: URL) -> URL | None:
     """The direct URL a PostgreSQL store's change feed listens on: ``listen_url``, else
     ``ACTI_STORE_LISTEN_URL``; None (the store's own connections) for other engines."""
     given = listen_url or os.environ.get(ENV_LISTEN_URL) or None
-    if given is None or url.get_backend_name() != "postgresql":
+    if given is None or not engine_for(url.get_backend_name()).listens:
         return None
     resolved = resolve_url(given)
-    if resolved.get_backend_name() != "postgresql":
+    if engine_for(resolved.get_backend_name()) is not engine_for(url.get_backend_name()):
         raise StoreUrlError("listen_url must be a PostgreSQL URL of the store's database")
     return resolved
 
@@ -243,11 +269,10 @@ def _not_a_url(value: object) -> URL:
     raise ArgumentTypeError(ARGUMENT, [("replicas", f"{type(value).__name__} is not a URL")])
 
 
-def pooled_settings(bind: Connection | Engine) -> postgresql.TransactionSettings | None:
-    """The per-transaction settings of a store reached through a transaction pooler (made by
-    ``make_engine(pooler="transaction")``), else None."""
-    settings = bind.get_execution_options().get(POOLER_OPTION)
-    return settings if isinstance(settings, postgresql.TransactionSettings) else None
+def is_pooled(bind: Connection | Engine) -> bool:
+    """Whether the store ``bind`` (made by ``make_engine``) is reached through a pooler in
+    transaction mode (``make_engine(pooler="transaction")``)."""
+    return bind.get_execution_options().get(POOLER_OPTION) is not None
 
 
 def store_schema(bind: Connection | Engine) -> str | None:
@@ -315,11 +340,12 @@ def make_async_engine(
     listen_url: str | URL | None = None,
     **kwargs: Any,
 ) -> AsyncEngine:
-    """``make_engine``'s PostgreSQL store on psycopg's async connections (the URL's driver
+    """``make_engine``'s store on its driver's async connections (PostgreSQL: the URL's driver
     becomes ``psycopg_async``), with the same options and connection policy: what the
-    repository's coroutines run on. SQLite has no async engine here (its coroutines use threads)."""
+    repository's coroutines run on. SQLite and MariaDB have no async engine here (their
+    coroutines use threads)."""
     resolved = resolve_url(url)
-    if resolved.get_backend_name() != "postgresql":
+    if engine_for(resolved.get_backend_name()).async_driver is None:
         raise StoreUrlError("an async engine is made for PostgreSQL stores only")
     sync_engine = make_engine(
         resolved,
@@ -347,116 +373,52 @@ def make_engine(
     _async: bool = False,
     **kwargs: Any,
 ) -> Engine:
-    """An engine with acti_store's connection policy (SQLite: WAL for a file that is empty or a
-    store (``switch_to_wal`` for the rest), FKs, busy timeout; both: lock
-    waits end after ``lock_timeout`` seconds; PostgreSQL: ``schema`` as the search path).
+    """An engine with its database's connection policy (each engine's ``connection.make``;
+    SQLite: WAL for a file that is empty or a store, foreign keys, busy timeout; PostgreSQL:
+    ``schema`` as the search path; every engine: lock waits end after ``lock_timeout`` seconds).
 
-    ``schema`` (PostgreSQL; else ``ACTI_STORE_SCHEMA``, ``resolve_schema``) is carried by the
-    engine and its connections (``store_schema``). ``read_only`` opens for reading only
-    (``read_only_url``; no WAL switch, no folder created; PostgreSQL sessions default to
-    read-only transactions). ``pooler`` (else ``ACTI_STORE_POOLER``; ``resolve_pooler``):
+    ``schema`` (PostgreSQL, MariaDB; else ``ACTI_STORE_SCHEMA``, ``resolve_schema``) is carried
+    by the engine and its connections (``store_schema``). ``read_only`` opens for reading only
+    (SQLite: no WAL switch, no folder created; PostgreSQL sessions default to read-only
+    transactions). ``pooler`` (else ``ACTI_STORE_POOLER``; ``resolve_pooler``):
     ``"transaction"`` for a PostgreSQL server reached through a pooler in transaction mode,
     where a session keeps nothing from one transaction to the next: no server-side prepared
     statements, and the store's settings (schema, lock timeout, read-only, tenant) made anew by
-    each transaction (``postgresql.TransactionSettings``). ``listen_url`` (else
-    ``ACTI_STORE_LISTEN_URL``): a direct URL of the same database for the change feed's
-    ``LISTEN``, which needs a session of its own. Raises ``StoreUrlError`` for a URL, schema or
-    pooler acti_store cannot use, ``MissingDriverError`` (saying what to install) when its
-    driver is missing, and ``StoreUnavailableError`` when the SQLite file's folder cannot be
-    created.
+    each transaction. ``listen_url`` (else ``ACTI_STORE_LISTEN_URL``): a direct URL of the same
+    database for the change feed's ``LISTEN``, which needs a session of its own. Raises
+    ``StoreUrlError`` for a URL, schema or pooler acti_store cannot use, ``MissingDriverError``
+    (saying what to install) when its driver is missing, and ``StoreUnavailableError`` when the
+    SQLite file's folder cannot be created.
     """
     resolved = resolve_url(url)
-    own_schema = resolve_schema(schema, resolved)
-    pooled = resolve_pooler(pooler, resolved)
-    listen = resolve_listen_url(listen_url, resolved)
-
-    if resolved.get_backend_name() == "sqlite":
-
-        def sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-            if read_only:
-                sqlite.reader(dbapi_connection, lock_timeout)
-            else:
-                sqlite.connect(dbapi_connection, lock_timeout, VERSION_TABLE)
-
-        if read_only:
-            resolved = read_only_url(resolved)
-        else:
-            _make_folder(resolved.database)
-        # Every use of a connection ends in an explicit COMMIT or ROLLBACK (the repository's fast
-        # path, SQLAlchemy's own connections), so the pool need not roll back again on check-in.
-        kwargs.setdefault("pool_reset_on_return", None)
-        engine = _create_engine(resolved, kwargs)
-        event.listen(engine, "connect", sqlite_connect)
-        event.listen(engine, "begin", sqlite.begin)
-        return engine
-
-    if resolved.get_backend_name() in MYSQL_DIALECTS:  # schema: a database of its own
-        statements = mariadb.session_sql(lock_timeout, read_only=read_only)
-        engine = _create_engine(mariadb.store_url(resolved, own_schema), mariadb.options(kwargs))
-        event.listen(engine, "connect", lambda c, _r: mariadb.connect(c, statements), insert=True)
-        event.listen(engine, "reset", mariadb.reset)
-        return engine
-
-    if pooled:  # no statement kept by the server: each transaction may find another session
-        own_schema = own_schema or resolve_schema(postgresql.options_schema(resolved), resolved)
-        kwargs["connect_args"] = {**kwargs.get("connect_args", {}), "prepare_threshold": None}
-    session = postgresql.session_sql(lock_timeout, read_only=read_only, schema=own_schema)
-    if not _async and importlib.util.find_spec("greenlet") is not None:
-        # The async API's module, imported here at startup rather than on the event loop by its
-        # first call (an import there stalls the loop); without greenlet it cannot be imported.
-        import sqlalchemy.ext.asyncio  # noqa: F401
-
-    def postgresql_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-        postgresql.connect(dbapi_connection, session)
-
-    if _async:  # what create_async_engine does: its sync engine, on the async driver's pool
-        resolved = resolved.set(drivername=f"{resolved.get_backend_name()}+psycopg_async")
-        kwargs["_is_async"] = True
-    engine = _create_engine(resolved, kwargs)
-    # The async API's engine too: its coroutines cost the server what the sync calls cost.
-    if not kwargs.get("pool_pre_ping"):
-        event.listen(engine, "checkin", postgresql.checkin)
-        event.listen(engine, "checkout", lambda c, r, _: postgresql.checkout(engine, c, r))
-    engine.update_execution_options(**{SCHEMA_OPTION: own_schema, LISTEN_OPTION: listen})
-    if pooled:
-        settings = postgresql.TransactionSettings(own_schema, wait_ms(lock_timeout), read_only)
-        # SQLAlchemy's own transactions (migrations, revision checks) make them as they begin.
-        event.listen(engine, "begin", lambda conn: postgresql.begin(conn, settings))
-        event.listen(engine, "do_connect", postgresql.pooled_connect)
-        if own_schema is not None:  # after the dialect's first look (current_schema(): public)
-            event.listen(
-                engine, "connect", lambda _c, _r: postgresql.default_schema(engine, own_schema)
-            )
-        engine.update_execution_options(**{POOLER_OPTION: settings})
-        return engine
-    # First of the connect listeners, so the dialect reads the store's schema as the default
-    # schema (``current_schema()``) when it first connects: reflection looks there.
-    event.listen(engine, "connect", postgresql_connect, insert=True)
-    return engine
+    policy = SessionPolicy(
+        url=resolved,
+        schema=resolve_schema(schema, resolved),
+        read_only=read_only,
+        lock_timeout=lock_timeout,
+        pooled=resolve_pooler(pooler, resolved),
+        listen_url=resolve_listen_url(listen_url, resolved),
+        is_async=_async,
+    )
+    return connection_of(resolved.get_backend_name()).make(policy, kwargs)
 
 
-def _create_engine(url: URL, kwargs: dict[str, Any]) -> Engine:
+def create_store_engine(url: URL, kwargs: dict[str, Any]) -> Engine:
+    """SQLAlchemy's engine of ``url`` (``kwargs``: ``create_engine``'s options), and
+    ``MissingDriverError`` saying what to install when its driver is missing."""
     try:
         return create_engine(url, **kwargs)
     except ImportError as exc:  # the dialect imports its driver here
         driver = url.get_driver_name()
-        install = DRIVER_EXTRAS.get(driver, f"install the {driver} package")
+        entry = engine_for(url.get_backend_name())
+        install = next(
+            (d.install for d in entry.drivers if d.name == driver),
+            f"install the {driver} package",
+        )
         raise MissingDriverError(
             f"the {url.get_backend_name()} driver {driver!r} is not installed ({exc}). "
             f"Install it with: {install}"
         ) from None
-
-
-def _make_folder(database: str | None) -> None:
-    if database and database != ":memory:" and not database.startswith("file:"):
-        folder = Path(database).expanduser().parent
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreUnavailableError(
-                f"cannot open the store: cannot create its folder {folder}: {exc.strerror or exc}",
-                transient=False,
-            ) from None
 
 
 #: Query parameters of a database URL that hold a credential (never shown in ``store_location``).
@@ -474,7 +436,4 @@ def store_location(url: URL) -> str:
 
 def store_file(url: URL) -> Path | None:
     """The file the store at ``url`` is kept in (a SQLite file), else None (a server's store)."""
-    database = url.database or ""
-    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
-        return None
-    return sqlite_path(database)
+    return connection_of(url.get_backend_name()).store_file(url)

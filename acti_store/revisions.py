@@ -26,10 +26,10 @@ from .engine import (
     MIGRATION_PROGRESS_TABLE,
     VERSION_TABLE,
     alembic_config,
-    foreign_keys_off,
+    migrated,
+    migrating,
     store_location,
     store_schema,
-    switch_to_wal,
 )
 from .errors import InvalidInputError, SchemaVersionError, StoreUnavailableError, StoreUrlError
 from .migrations.names import ORM_TABLES, is_acti_store_table
@@ -76,7 +76,7 @@ def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[
         return current, current
     if target != "head":
         _known_target(script, target)  # refused before the migration marks its start
-    with engine.execution_options(acti_write=True).connect() as conn, foreign_keys_off(conn):
+    with engine.execution_options(acti_write=True).connect() as conn, migrating(conn):
         with conn.begin():
             before = begin_migration(conn, script, target)
             cfg.attributes["connection"] = conn
@@ -87,7 +87,7 @@ def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[
             after = _heads_in(conn, VERSION_TABLE)
             end_migration(conn)
         release_migration_lock(conn)
-        switch_to_wal(conn)
+        migrated(conn)
     return before, after
 
 
@@ -100,7 +100,7 @@ def begin_migration(
     and (MariaDB, when ``target`` is where revisions will take the store) ``mark_migration``;
     return the store's revisions. ``upgrade_schema`` and ``alembic upgrade``
     (``migrations/env.py``) both do this; both run ``end_migration`` after Alembic, in the
-    transaction, then ``release_migration_lock`` and ``switch_to_wal`` after the commit."""
+    transaction, then ``release_migration_lock`` and ``migrated`` after the commit."""
     conn.info.pop(_MARKER, None)  # a pooled connection's, from a migration that failed
     migration_lock(conn)
     recover_interrupted_migration(conn)

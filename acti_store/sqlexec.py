@@ -306,7 +306,7 @@ class Cursor:
         self.pipeline = pipeline
         #: The driver's own connection (``all(prepare=False)`` sets psycopg's prepare threshold).
         self.driver = driver
-        #: The engine's bulk loading (``repository.engines``), for ``insert_rows``: many rows
+        #: The engine's bulk loading (``repository.strategy``), for ``insert_rows``: many rows
         #: as one multi-row INSERT (``Prepared.many``), or the driver's executemany of INSERT
         #: ... RETURNING, its results read batch by batch (psycopg's ``returning=True``); for
         #: ``executemany``: rows streamed in (``load``; None: none).
@@ -398,7 +398,7 @@ class Cursor:
     def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
         """Run a statement for each of ``rows`` (what it returns is dropped). Outside a pipeline
         the engine's ``load`` may stream them in instead, with no statement per row (PostgreSQL:
-        ``COPY``, ``engines.postgresql.copy_rows``)."""
+        ``COPY``, ``engines.postgresql.statements.copy_rows``)."""
         compiled = prepared.compiled(self.dialect)
         if (
             self.pipeline is None

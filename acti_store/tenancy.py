@@ -15,8 +15,8 @@ with the public API's answer (``final_froms``, ``written_keys``).
 
 PostgreSQL enforces the same in the database: row-level security on every tenant table, keyed on
 the session setting ``acti.tenant`` (``TENANT_SETTING``), which the engine sets for each of its
-store's connections (``postgresql.tenant_sql``); a connection without it sees no row and can
-write none (migration ``0009_tenants``).
+store's connections (``EngineStrategy.tenant_sql``: ``engines.postgresql.statements``); a
+connection without it sees no row and can write none (migration ``0009_tenants``).
 """
 
 from __future__ import annotations

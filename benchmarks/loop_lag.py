@@ -62,7 +62,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from sqlalchemy.engine import make_url
 
 from acti_store.execution import CategorySpec, McpCatalog
-from acti_store.repository.engines import strategy_for
+from acti_store.repository.strategy import strategy_for
 from acti_store.testing import ScriptedChatModel, calls, tool_call
 from acti_store.tools import ASYNC_TOOLS
 from acti_store.tools.builder import BuilderTools

@@ -22,8 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from acti_store import SearchQuery, open_repository
+from acti_store.engines.sqlite.statements import FtsTrigramIndex
 from acti_store.repository import ImportItem, SqlAgentRepository
-from acti_store.repository.engines.sqlite import FtsTrigramIndex
 
 from .run_config import DEFAULT_SEED
 from .workload import bulk_agents, bulk_span, make_searches, search_kind

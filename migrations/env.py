@@ -8,7 +8,7 @@ application's own Alembic may use in the same database; a store whose revision a
 acti_store kept there has it moved first, under the migration lock, in the migration's transaction.
 Before anything is written, a SQLite file or PostgreSQL schema holding another application's tables
 of acti_store's names is refused (``acti_store.revisions.refuse_foreign_tables``); a SQLite file is
-switched to WAL once the migration has committed (``acti_store.engine.switch_to_wal``).
+switched to WAL once the migration has committed (``acti_store.engine.migrated``).
 On MariaDB, whose DDL commits as it goes, a marker says a migration is under way from before its
 first DDL until its last commit, and a migration finding one left behind by an interrupted one
 finishes it or refuses (``acti_store.revisions.mark_migration``, ``recover_interrupted_migration``).
@@ -38,11 +38,11 @@ from sqlalchemy import Connection, Engine
 from acti_store.engine import (
     SCHEMA_INI_OPTION,
     VERSION_TABLE,
-    foreign_keys_off,
     make_engine,
+    migrated,
+    migrating,
     resolve_schema,
     resolve_url,
-    switch_to_wal,
 )
 from acti_store.migrations.names import owned_name, owned_object
 from acti_store.revisions import begin_migration, end_migration, release_migration_lock
@@ -120,13 +120,13 @@ def run_migrations_online() -> None:
         else make_engine(config.get_main_option("sqlalchemy.url") or None, schema=_schema_given())
     )
     try:
-        with engine.execution_options(acti_write=True).connect() as conn, foreign_keys_off(conn):
+        with engine.execution_options(acti_write=True).connect() as conn, migrating(conn):
             with conn.begin():
                 begin_migration(conn, ScriptDirectory.from_config(config), _destination())
                 _run(conn)
                 end_migration(conn)
             release_migration_lock(conn)
-            switch_to_wal(conn)
+            migrated(conn)
     finally:
         if engine is not given:
             engine.dispose()

@@ -9,9 +9,9 @@ import sqlite3
 import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 
-from acti_store.repository.engines import strategy_for
-from acti_store.repository.engines.postgresql import copy_sql
+from acti_store.engines.postgresql.statements import copy_sql
 from acti_store.repository.statements import INSERT_AGENT, INSERT_EXECUTION, INSERT_TAG
+from acti_store.repository.strategy import strategy_for
 from acti_store.repository.version_statements import SNAPSHOT_ROW
 from acti_store.sqlexec import Cursor
 

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Dialect
 from acti_store import SearchQuery, open_repository
 from acti_store import kept_statements as kept
 from acti_store.repository import search
-from acti_store.repository.engines import strategy_for
+from acti_store.repository.strategy import strategy_for
 from acti_store.sqlexec import Compiled, Prepared
 
 MOMENT = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
@@ -166,7 +166,7 @@ def test_a_changed_module_is_a_new_fingerprint(tmp_path: Path) -> None:
     compiled by the code it replaced is never found."""
     root = Path(kept.__file__).parent
     before = kept._fingerprint()
-    module = root / "repository" / "engines" / "sqlite.py"
+    module = root / "engines" / "sqlite" / "statements.py"
     stat = module.stat()
     try:
         os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000))

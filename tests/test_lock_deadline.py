@@ -18,8 +18,8 @@ from conftest import make_config
 from sqlalchemy.engine import make_url
 
 from acti_store import ExecutionRecord, SqlAgentRepository, StoreUnavailableError, open_repository
+from acti_store.engines.postgresql import statements as postgresql_engine
 from acti_store.repository.deadline import TryAgain, within_deadline
-from acti_store.repository.engines import postgresql as postgresql_engine
 from acti_store.sqlexec import Answer
 
 #: Every store_url here is at head: the tests open it with options, not to migrate it.

@@ -1,6 +1,6 @@
-"""MariaDB's substring index (revision 0008, ``engines.mysql.MariadbTrigramIndex``): search finds
-what ``LIKE`` on the lower-cased text finds, through every kind of write, without reading every
-agent."""
+"""MariaDB's substring index (revision 0008, ``MariadbTrigramIndex`` of
+``engines.mariadb.statements``): search finds what ``LIKE`` on the lower-cased text finds,
+through every kind of write, without reading every agent."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import sqlalchemy as sa
 from conftest import make_config
 
 from acti_store import SearchQuery
+from acti_store.engines.mariadb.statements import _PROBES, TRIGRAM_PROBE_CAP, covering_trigrams
 from acti_store.repository import ImportItem, search
-from acti_store.repository.engines import strategy_for
-from acti_store.repository.engines.mysql import _PROBES, TRIGRAM_PROBE_CAP, covering_trigrams
 from acti_store.repository.sql import SqlAgentRepository
+from acti_store.repository.strategy import strategy_for
 from acti_store.sqlexec import Cursor, Prepared
 
 pytestmark = pytest.mark.mysql

@@ -26,8 +26,8 @@ from acti_store import (
     SqlAgentRepository,
     VersionConflictError,
 )
+from acti_store.engines.sqlite.statements import FtsTrigramIndex
 from acti_store.models import MAX_TAGS
-from acti_store.repository.engines.sqlite import FtsTrigramIndex
 
 
 @pytest.fixture(params=APIS)
@@ -505,7 +505,7 @@ def test_bulk_put_in_batches_keeps_every_agent_its_own_tags_history_and_index(
 ):
     """More agents than one INSERT carries (and not a multiple of it): ids, tags, records and
     the text index must all land on the right agent."""
-    from acti_store.repository.engines import strategy_for
+    from acti_store.repository.strategy import strategy_for
 
     batch = strategy_for(repo.engine.dialect.name).bulk_batch  # the engine's own batch size
     count = batch * 2 + 7

@@ -13,11 +13,11 @@ import sqlalchemy as sa
 from conftest import make_config, make_record
 
 from acti_store import AgentUpdate, SearchQuery, open_repository
+from acti_store.engines.sqlite import statements as sqlite_engine
+from acti_store.engines.sqlite.statements import FtsTrigramIndex
 from acti_store.repository import search
-from acti_store.repository.engines import sqlite as sqlite_engine
-from acti_store.repository.engines import strategy_for
-from acti_store.repository.engines.sqlite import FtsTrigramIndex
 from acti_store.repository.statements import COUNT_BY_STRATUM
+from acti_store.repository.strategy import strategy_for
 from acti_store.sqlexec import Cursor, Prepared
 
 SORTS = ("name", "created_at", "updated_at", "execution_count")

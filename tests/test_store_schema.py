@@ -32,9 +32,14 @@ from acti_store import (
     open_repository,
 )
 from acti_store.cli import main as cli_main
-from acti_store.engine import ENV_SCHEMA, SCHEMA_NAME_RULE, VERSION_TABLE, migrations_dir
+from acti_store.engine import (
+    ENV_SCHEMA,
+    SCHEMA_NAME_RULE,
+    TENANT_LOGINS_TABLE,
+    VERSION_TABLE,
+    migrations_dir,
+)
 from acti_store.migrations import alembic_config
-from acti_store.postgresql import TENANT_LOGINS_TABLE
 from acti_store.schema import Base
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,10 +34,10 @@ from sqlalchemy.sql import Insert, Select, visitors
 
 import acti_store
 from acti_store import ExecutionRecord, SearchQuery, export_json, import_json, open_repository
-from acti_store.postgresql import TransactionSettings
+from acti_store.engines.postgresql.connection import TransactionSettings
 from acti_store.repository import search
 from acti_store.repository.cursor import SortKey
-from acti_store.repository.engines import strategy_for
+from acti_store.repository.strategy import strategy_for
 from acti_store.schema import Base, agent_tags, agents, executions
 from acti_store.sqlexec import Prepared
 from acti_store.tenancy import TENANT_SETTING, TENANT_TABLES, final_froms, written_keys

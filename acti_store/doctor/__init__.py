@@ -3,8 +3,8 @@
 ``diagnose`` reads and never writes: it opens the store read-only (a missing SQLite file is a
 finding, not a new file; a SQLite store keeps its journal mode), never migrates, and shows the
 store's URL without its password (``store_location``). Every engine is asked for its server's
-version and the store's revision; each engine's own checks (``EngineChecks``) live in its own
-module: ``sqlite``, ``postgresql``, ``mariadb``.
+version and the store's revision; each engine's own checks (``EngineChecks``) live in its folder
+(``acti_store/engines/<engine>/doctor.py``), found through the engines' registry.
 """
 
 from __future__ import annotations
@@ -29,22 +29,21 @@ from ..engine import (
     store_file,
     store_location,
 )
+from ..engine_registry import engine_for
 from ..errors import AgentStoreError
 from ..revisions import current_revisions
 from ..tenancy import resolve_tenant
-from . import mariadb, postgresql, sqlite
 from .findings import EngineChecks, Finding, Target, error, healthy, ok, report
 
 __all__ = ["Finding", "diagnose", "healthy", "report"]
 
 
-#: Each engine's checks, by SQLAlchemy's backend name (``resolve_url`` refuses any other).
-ENGINES: Final[dict[str, EngineChecks]] = {
-    "sqlite": sqlite.CHECKS,
-    "postgresql": postgresql.CHECKS,
-    "mysql": mariadb.CHECKS,
-    "mariadb": mariadb.CHECKS,
-}
+def engine_checks(database: str) -> EngineChecks:
+    """The checks of the engine of ``database`` (a URL's backend name: ``resolve_url`` refused
+    any other), from its folder's ``doctor`` module."""
+    checks: EngineChecks = engine_for(database).part("doctor").CHECKS
+    return checks
+
 
 #: What to do when the options name no store acti_store can open.
 FIX_OPTIONS: Final = "correct the option or environment variable the message names"
@@ -95,7 +94,7 @@ def diagnose(
                 f"check --url, or create the store: {' '.join(('acti-store', *options))} migrate",
             )
         ]
-    checks = ENGINES[resolved.get_backend_name()]
+    checks = engine_checks(resolved.get_backend_name())
     try:
         engine = make_engine(
             resolved, schema=own_schema, read_only=True, pooler=pooler, poolclass=NullPool

@@ -16,9 +16,8 @@ from alembic.runtime.environment import IncludeNameFn, NameFilterParentNames, Na
 from sqlalchemy import MetaData
 from sqlalchemy.schema import SchemaItem
 
-from ..engine import ENV_SCHEMA, MIGRATION_PROGRESS_TABLE, VERSION_TABLE
+from ..engine import ENV_SCHEMA, MIGRATION_PROGRESS_TABLE, TENANT_LOGINS_TABLE, VERSION_TABLE
 from ..errors import InvalidInputError
-from ..postgresql import TENANT_LOGINS_TABLE
 from ..schema import Base
 
 #: acti_store's tables in its ORM metadata: what ``alembic check`` compares.

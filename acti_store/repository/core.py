@@ -35,12 +35,11 @@ from ..sqlexec import Answer, Cursor, Prepared
 from ..tenancy import DEFAULT_TENANT
 from .arguments import require_storable
 from .deadline import within_deadline
-from .engines import strategy_for
-from .engines.base import Begin, EngineStrategy
 from .feed import prune
 from .port import Clock, Mirror, RepositoryPort
 from .replicas import ReadRouter, Replica, position_of
 from .statements import GET, GET_FOR_UPDATE
+from .strategy import Begin, EngineStrategy, strategy_for
 from .transaction import run_transaction
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ and MariaDB's sequences give numbers at insert time: 10 can commit before 9, and
 ``seq > 9`` then never sees 9.) The lock is taken last, so a writer holds it only for its
 commit, and waits on it holding no lock another writer needs after it (no deadlock). An engine
 whose writers take turns for the whole transaction numbers each change after the feed's newest
-instead, with no counter moved (``FeedStatements.counter`` None: ``engines.sqlite``).
+instead, with no counter moved (``FeedStatements.counter`` None: ``engines.sqlite.statements``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ _counters, _changes = change_counters.c, changes.c
 def counter_moved(insert_of: Callable[[Any], Any]) -> Any:
     """The insert of a tenant's counter row at ``count`` (parameter), on the engine's
     ``insert_of`` (its dialect's ``insert``): an engine's upsert of it moves the row that is
-    there (``count_changes``, ``engines.mysql``)."""
+    there (``count_changes``, ``engines.mariadb.statements``)."""
     return insert_of(change_counters).from_select(
         ["last_seq", "pruned_through", TENANT],
         select(bindparam("count", type_=Integer()), literal(0), tenant_param()),
@@ -174,7 +174,7 @@ class FeedStatements(NamedTuple):
 
     #: The tenant's counter moved by ``count`` (the engine's upsert: ``count_changes``), or
     #: None: ``insert`` numbers each change after the feed's last number itself (an engine whose
-    #: writers take turns for the whole transaction: ``engines.sqlite``).
+    #: writers take turns for the whole transaction: ``engines.sqlite.statements``).
     counter: Prepared | None
     #: Wakes the engine's watchers (PostgreSQL's NOTIFY), or None: they poll.
     notify: Prepared | None

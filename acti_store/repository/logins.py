@@ -17,7 +17,7 @@ from ..errors import InvalidInputError, LoginBindingError, LoginNotBoundError
 from ..sqlexec import Cursor
 from ..tenancy import check_tenant
 from .core import StoreCore
-from .engines.base import TenantLogins
+from .strategy import TenantLogins
 
 #: Why an engine without tenant-bound logins refuses them.
 NO_LOGINS: Final = (

@@ -22,10 +22,10 @@ from ..models import Agent, ExecutionHistory, SearchQuery
 from ..sqlexec import Cursor
 from ..versioning import VersionLog
 from .cursor import SortKey, encode_cursor
-from .engines.base import EngineStrategy
 from .port import SearchPage
 from .search import page_rows
 from .statements import AGENTS_PAGE, GET_ID, NAME, agent_from_row, export_page
+from .strategy import EngineStrategy
 from .transaction import begin_transaction, forget_tenant, use_tenant
 from .versions import read_version_log
 

@@ -3,10 +3,10 @@ the version that ran and the 50-record FIFO trim.
 
 ``record_run`` (every engine's by default, SQLite's): the counters' UPDATE returns the agent's
 id and version, then the rest follows. An engine may send it otherwise (PostgreSQL: one
-statement of data-modifying CTEs, ``engines.postgresql.send_run``; MariaDB: the record inserted
-by name, ``engines.mysql.record_run``), with these statements' parts (``run_record``,
-``PINNED_EXISTS``, ``RAN``); when its statement changes nothing, ``why_unrecorded`` says why,
-from the agent's row as read after.
+statement of data-modifying CTEs, ``engines.postgresql.statements.send_run``; MariaDB: the
+record inserted by name, ``engines.mariadb.statements.record_run``), with these statements'
+parts (``run_record``, ``PINNED_EXISTS``, ``RAN``); when its statement changes nothing,
+``why_unrecorded`` says why, from the agent's row as read after.
 """
 
 from __future__ import annotations

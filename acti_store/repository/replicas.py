@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 from ..connections import PooledConnections
 from ..engine import store_location
 from ..sqlexec import Cursor, Prepared
-from .engines.base import EngineStrategy
+from .strategy import EngineStrategy
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ FTS5 trigram index ``agents_fts`` (revision 0003), fed through the log ``agents_
 the walk has run as long as a probe without filling its page (``search_rows``); a count takes
 the index's whole match (``count_matches``). MariaDB: the trigram table ``agent_trigrams``
 (revision 0008), whose candidates are tested by ``LIKE``. What differs is the engine's
-(``EngineStrategy``: ``filter_column``, ``text_index``; ``engines.sqlite``,
-``engines.postgresql``, ``engines.mysql``).
+(``EngineStrategy``: ``filter_column``, ``text_index``; ``engines.sqlite.statements``,
+``engines.postgresql.statements``, ``engines.mariadb.statements``).
 
 A search runs on the repository's fast path (``sqlexec``): its statement holds only parameters,
 so it is built and compiled once per *shape* (the sort, which filters are set and how many
@@ -56,8 +56,8 @@ from ..schema import agent_tags, agents
 from ..sqlexec import Cursor, Prepared
 from ..tool_masks import masks_containing
 from .cursor import SortKey
-from .engines.base import EngineStrategy, TextIndex
 from .statements import AGENT_COLUMNS
+from .strategy import EngineStrategy, TextIndex
 
 #: Tags of a search tested one ``EXISTS`` each; the rest by one count (``_has_tags``).
 TAGS_EXISTS: Final = 4
@@ -357,14 +357,14 @@ def _text_values(
     (``changed_ids``) are tested for instead.
 
     Every word must be a case-insensitive substring of the name or the description. The index
-    (SQLite's trigram index: ``engines.sqlite``; MariaDB's: ``engines.mysql``) is probed for the
-    words it serves, up to a cap of matches among the agents it holds. Fewer matches (a selective
-    query) become an id list, plus the changed agents whose current text contains the words (an
-    index without ``changed_ids`` has none); an index that is not ``exact`` gives candidates,
-    tested for every word by ``LIKE`` as well. A probe that fills up (None)
-    means the words are common, and then an ordered scan that checks ``LIKE`` row by row finds
-    ``limit`` hits sooner than collecting every match would. A count (``whole``) wants every
-    match: the index's own, in the statement (``TextIndex.matches``), with no probe.
+    (SQLite's trigram index: ``engines.sqlite.statements``; MariaDB's:
+    ``engines.mariadb.statements``) is probed for the words it serves, up to a cap of matches among
+    the agents it holds. Fewer matches (a selective query) become an id list, plus the changed
+    agents whose current text contains the words (an index without ``changed_ids`` has none); an
+    index that is not ``exact`` gives candidates, tested for every word by ``LIKE`` as well. A probe
+    that fills up (None) means the words are common, and then an ordered scan that checks ``LIKE``
+    row by row finds ``limit`` hits sooner than collecting every match would. A count (``whole``)
+    wants every match: the index's own, in the statement (``TextIndex.matches``), with no probe.
     """
     words = _words(query)
     ids: list[int] | None = None

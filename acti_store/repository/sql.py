@@ -20,8 +20,8 @@ from sqlalchemy import Engine
 from ..engine import (
     LISTEN_OPTION,
     LOCK_TIMEOUT_DEFAULT,
+    is_pooled,
     make_async_engine,
-    pooled_settings,
     store_schema,
 )
 from ..tenancy import DEFAULT_TENANT, check_tenant, resolve_create_tenant
@@ -258,7 +258,7 @@ class SqlAgentRepository(AgentRepository):
             make_async_engine,
             core.engine.url,
             schema=schema,
-            pooler="none" if pooled_settings(core.engine) is None else "transaction",
+            pooler="transaction" if is_pooled(core.engine) else "none",
             listen_url=core.engine.get_execution_options().get(LISTEN_OPTION),
             **options,
         )

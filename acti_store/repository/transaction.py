@@ -11,8 +11,8 @@ from sqlalchemy.engine import Dialect
 from ..connections import Connections, roll_back
 from ..sqlexec import Answer, Cursor, Prepared
 from ..tenancy import TENANT_SETTING
-from .engines.base import Begin, EngineStrategy
 from .feed import append_changes
+from .strategy import Begin, EngineStrategy
 
 T = TypeVar("T")
 

@@ -280,7 +280,7 @@ def count_run(insert_of: Callable[[Table], Any], agent_id: Any, version: Any) ->
     (``INSERT ... ON CONFLICT DO UPDATE``) of every engine that has one, built by the engine's
     ``insert_of`` (its dialect's ``insert``). Parameters ``succeeded``, ``failed``,
     ``duration``, ``timestamp``; ``agent_id`` and ``version`` may be parameters, or columns of
-    a statement it is part of (``engines.postgresql.RECORD_AT_ONCE``)."""
+    a statement it is part of (``engines.postgresql.statements.RECORD_AT_ONCE``)."""
     counted = insert_of(stats_table).from_select(
         list(STATS_KEYS),
         select(

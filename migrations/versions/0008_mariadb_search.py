@@ -11,7 +11,7 @@ text). Existing agents are indexed by the upgrade.
 
 The trigram column compares as ``agents.description`` does (its collation, read here): a word
 the search's ``LIKE`` finds in the text, in that collation, then holds only trigrams the index
-holds for the agent. Search (``repository.engines.mysql.MariadbTrigramIndex``) asks the index
+holds for the agent. Search (``engines.mariadb.statements.MariadbTrigramIndex``) asks the index
 for the agents that hold every trigram of the query's words, then tests those with ``LIKE``.
 
 A search walks its sort's index and stops at its limit (``repository.search``), but a sort

@@ -7,34 +7,99 @@ schema as the search path); a pooled connection is pinged only when it may have 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import select
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from .tenancy import TENANT_SETTING
-
-#: The logins bound to one tenant each, which row-level security holds to it (revision 0015;
-#: ``repository.engines.postgresql_logins``).
-TENANT_LOGINS_TABLE: Final = "agent_tenant_logins"
-
-
-def wait_ms(seconds: float) -> int:
-    """A lock wait in whole milliseconds (PostgreSQL's and SQLite's), at least 1: 0 means
-    "never wait" to SQLite's busy timeout and "wait forever" to PostgreSQL's ``lock_timeout``."""
-    return max(1, round(seconds * 1000))
-
+from ...engine import (
+    LISTEN_OPTION,
+    POOLER_OPTION,
+    SCHEMA_OPTION,
+    SessionPolicy,
+    create_store_engine,
+    resolve_schema,
+    wait_ms,
+)
+from ...tenancy import TENANT_SETTING
 
 #: A pooled PostgreSQL connection idle for longer than this (seconds) is pinged, one round trip,
 #: before it is used again; one used more recently is checked without a round trip
 #: (``_postgresql_checkout``).
 POSTGRES_PING_IDLE: Final = 30.0
+
+
+def make(policy: SessionPolicy, kwargs: dict[str, Any]) -> Engine:
+    """The engine of the store's server: each session set up by ``session_sql`` (its schema as
+    the search path) or, behind a pooler in transaction mode, each transaction by ``begin``
+    with ``TransactionSettings`` and no server-side prepared statement; a pooled connection
+    pinged only when it may have died while idle (``checkout``)."""
+    url, own_schema, kwargs = policy.url, policy.schema, dict(kwargs)
+    if policy.pooled:  # no statement kept by the server: each transaction may find another session
+        own_schema = own_schema or resolve_schema(options_schema(url), url)
+        kwargs["connect_args"] = {**kwargs.get("connect_args", {}), "prepare_threshold": None}
+    session = session_sql(policy.lock_timeout, read_only=policy.read_only, schema=own_schema)
+    if not policy.is_async and importlib.util.find_spec("greenlet") is not None:
+        # The async API's module, imported here at startup rather than on the event loop by its
+        # first call (an import there stalls the loop); without greenlet it cannot be imported.
+        import sqlalchemy.ext.asyncio  # noqa: F401
+
+    def postgresql_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        connect(dbapi_connection, session)
+
+    if policy.is_async:  # what create_async_engine does: its sync engine, on the async driver's
+        url = url.set(drivername=f"{url.get_backend_name()}+psycopg_async")
+        kwargs["_is_async"] = True
+    engine = create_store_engine(url, kwargs)
+    # The async API's engine too: its coroutines cost the server what the sync calls cost.
+    if not kwargs.get("pool_pre_ping"):
+        event.listen(engine, "checkin", checkin)
+        event.listen(engine, "checkout", lambda c, r, _: checkout(engine, c, r))
+    engine.update_execution_options(**{SCHEMA_OPTION: own_schema, LISTEN_OPTION: policy.listen_url})
+    if policy.pooled:
+        settings = TransactionSettings(own_schema, wait_ms(policy.lock_timeout), policy.read_only)
+        # SQLAlchemy's own transactions (migrations, revision checks) make them as they begin.
+        event.listen(engine, "begin", lambda conn: begin(conn, settings))
+        event.listen(engine, "do_connect", pooled_connect)
+        if own_schema is not None:  # after the dialect's first look (current_schema(): public)
+            schema = own_schema
+            event.listen(engine, "connect", lambda _c, _r: default_schema(engine, schema))
+        engine.update_execution_options(**{POOLER_OPTION: settings})
+        return engine
+    # First of the connect listeners, so the dialect reads the store's schema as the default
+    # schema (``current_schema()``) when it first connects: reflection looks there.
+    event.listen(engine, "connect", postgresql_connect, insert=True)
+    return engine
+
+
+def pooled_settings(bind: Connection | Engine) -> TransactionSettings | None:
+    """The per-transaction settings of a store reached through a transaction pooler (made by
+    ``make`` with ``pooled``), else None."""
+    settings = bind.get_execution_options().get(POOLER_OPTION)
+    return settings if isinstance(settings, TransactionSettings) else None
+
+
+def store_file(url: URL) -> Path | None:
+    """None: a server keeps the store."""
+    return None
+
+
+def migrating(conn: Connection) -> nullcontext[None]:
+    """Nothing to hold around a migration (its DDL is transactional)."""
+    return nullcontext()
+
+
+def migrated(conn: Connection) -> None:
+    """Nothing to do after a migration."""
 
 
 def session_sql(

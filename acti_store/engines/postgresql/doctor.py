@@ -19,10 +19,10 @@ from sqlalchemy import Connection, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.pool import NullPool
 
-from ..dberrors import unreachable
-from ..engine import make_engine, resolve_url, store_location
-from ..errors import AgentStoreError
-from .findings import EngineChecks, Finding, Target, error, ok, warning
+from ...dberrors import unreachable
+from ...doctor.findings import EngineChecks, Finding, Target, error, ok, warning
+from ...engine import make_engine, resolve_url, store_location
+from ...errors import AgentStoreError
 
 #: How long the pooler probe waits for a client connection's statement that a pooler may hold
 #: back until a server session is free (seconds).

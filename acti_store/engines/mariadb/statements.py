@@ -37,14 +37,10 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Select
 from sqlalchemy.sql.selectable import SelectBase
 
-from ... import mariadb
 from ...errors import AgentNotFoundError
 from ...models import ExecutionRecord
-from ...schema import agents, change_counters, executions, version_stats
-from ...sqlexec import Cursor, Prepared
-from ...tenancy import tenant_param
-from ..feed import checkpoint_saved, counter_moved
-from ..recording import (
+from ...repository.feed import checkpoint_saved, counter_moved
+from ...repository.recording import (
     PINNED_EXISTS,
     RAN,
     RUN_COUNTERS,
@@ -54,9 +50,13 @@ from ..recording import (
     run_record,
     why_unrecorded,
 )
-from ..statements import BY_NAME, EXPORT_PAGE, record_values, records_of
-from ..version_statements import RUN_TIME, STATS_KEYS
-from .base import EngineStrategy, Read, Write
+from ...repository.statements import BY_NAME, EXPORT_PAGE, record_values, records_of
+from ...repository.strategy import EngineStrategy, Read, Write
+from ...repository.version_statements import RUN_TIME, STATS_KEYS
+from ...schema import agents, change_counters, executions, version_stats
+from ...sqlexec import Cursor, Prepared
+from ...tenancy import tenant_param
+from . import connection as mariadb
 
 #: Move an agent's counters for one run (its row count: 0 when there is no such agent).
 _MOVE_COUNTERS: Final = Prepared(update(agents).where(BY_NAME).values(RUN_COUNTERS))
@@ -270,3 +270,10 @@ class MariadbEngine(MysqlEngine):
     """The same engine, as SQLAlchemy names it for ``mariadb+pymysql://`` URLs."""
 
     name = "mariadb"
+
+
+#: The strategy of each dialect of the engine (``repository.strategy.strategy_for``).
+STRATEGIES: Final[dict[str, type[EngineStrategy]]] = {
+    "mysql": MysqlEngine,
+    "mariadb": MariadbEngine,
+}

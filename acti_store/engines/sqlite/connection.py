@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.engine import URL
+from sqlalchemy.pool import ConnectionPoolEntry
 
-from .dberrors import is_sqlite_busy
-from .errors import StoreUnavailableError, StoreUrlError
-from .postgresql import wait_ms
+from ...dberrors import is_sqlite_busy
+from ...engine import VERSION_TABLE, SessionPolicy, create_store_engine, wait_ms
+from ...errors import StoreUnavailableError, StoreUrlError
 
 #: Page cache per SQLite connection, in KiB (SQLite's default is 2,000). Filled only as pages
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
@@ -40,6 +41,50 @@ SQLITE_WAL_SIZE_LIMIT: Final = 64 * 2**20
 #: path on DBAPI connections.
 SQLITE_BEGIN_READ: Final = "BEGIN"
 SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
+
+
+def make(policy: SessionPolicy, kwargs: dict[str, Any]) -> Engine:
+    """The engine of the store's file: each connection set up by ``connect`` (``reader`` for
+    a read-only store, which opens the file read-only and creates no folder), each transaction
+    begun by ``begin``."""
+    read_only, lock_timeout = policy.read_only, policy.lock_timeout
+
+    def sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        if read_only:
+            reader(dbapi_connection, lock_timeout)
+        else:
+            connect(dbapi_connection, lock_timeout, VERSION_TABLE)
+
+    url = policy.url
+    if read_only:
+        url = read_only_url(url)
+    else:
+        _make_folder(url.database)
+    # Every use of a connection ends in an explicit COMMIT or ROLLBACK (the repository's fast
+    # path, SQLAlchemy's own connections), so the pool need not roll back again on check-in.
+    kwargs.setdefault("pool_reset_on_return", None)
+    engine = create_store_engine(url, kwargs)
+    event.listen(engine, "connect", sqlite_connect)
+    event.listen(engine, "begin", begin)
+    return engine
+
+
+def _make_folder(database: str | None) -> None:
+    if database and database != ":memory:" and not database.startswith("file:"):
+        folder = Path(database).expanduser().parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"cannot open the store: cannot create its folder {folder}: {exc.strerror or exc}",
+                transient=False,
+            ) from None
+
+
+def store_file(url: URL) -> Path | None:
+    """The file the store at ``url`` is kept in; None for an in-memory database."""
+    database = url.database or ""
+    return None if database in ("", ":memory:") else sqlite_path(database)
 
 
 def connect(dbapi_connection: Any, lock_timeout: float, version_table: str) -> None:
@@ -66,14 +111,11 @@ def _empty_or_a_store(cursor: Any, version_table: str) -> bool:
 
 
 @contextmanager
-def foreign_keys_off(conn: Connection) -> Iterator[None]:
-    """SQLite: foreign keys off on ``conn`` while it migrates (set before its transaction, as
-    SQLite requires), so that a revision may rebuild a table (drop it and rename its copy)
-    without its children's cascades firing; on again after. Revision 0009 checks the keys
-    itself before it commits. A no-op on other engines."""
-    if conn.dialect.name != "sqlite":
-        yield
-        return
+def migrating(conn: Connection) -> Iterator[None]:
+    """Foreign keys off on ``conn`` while it migrates (set before its transaction, as SQLite
+    requires), so that a revision may rebuild a table (drop it and rename its copy) without its
+    children's cascades firing; on again after. Revision 0009 checks the keys itself before it
+    commits."""
     driver = conn.connection.dbapi_connection
     assert driver is not None
     driver.execute("PRAGMA foreign_keys = OFF")
@@ -83,12 +125,10 @@ def foreign_keys_off(conn: Connection) -> Iterator[None]:
         driver.execute("PRAGMA foreign_keys = ON")
 
 
-def switch_to_wal(conn: Connection) -> None:
-    """SQLite: switch the store's file to WAL, outside any transaction of ``conn`` (a no-op once
-    it is, and on PostgreSQL). Run after a migration commits: the connection policy switches
-    only a file that is empty or already a store (``_empty_or_a_store``)."""
-    if conn.dialect.name != "sqlite":
-        return
+def migrated(conn: Connection) -> None:
+    """Switch the store's file to WAL, outside any transaction of ``conn`` (a no-op once it
+    is). Run after a migration commits: the connection policy switches only a file that is
+    empty or already a store (``_empty_or_a_store``)."""
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
         (busy_ms,) = cursor.execute("PRAGMA busy_timeout").fetchone()

@@ -35,14 +35,15 @@ from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import SelectBase
 
-from ...engine import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE, wait_ms
+from ...engine import wait_ms
+from ...repository.feed import FeedStatements, insert_change, save_checkpoint
+from ...repository.signals import ChangeSignal, PollingSignal, own_connection
+from ...repository.strategy import EngineStrategy
+from ...repository.version_statements import count_run
 from ...schema import Counter, agents, change_counters, changes, version_stats
 from ...sqlexec import Cursor, Prepared
 from ...tenancy import TENANT, tenant_param
-from ..feed import FeedStatements, insert_change, save_checkpoint
-from ..signals import ChangeSignal, PollingSignal, own_connection
-from ..version_statements import count_run
-from .base import EngineStrategy
+from .connection import SQLITE_BEGIN_READ, SQLITE_BEGIN_WRITE
 
 #: The trigram index serves words of at least three characters.
 FTS_MIN_WORD: Final = 3
@@ -272,3 +273,7 @@ class SqliteEngine(EngineStrategy):
         """Without statistics SQLite's planner would rather drive from a filter's index and
         sort everything it matched: ``+col`` (no index: documented SQLite idiom)."""
         return literal_column(f"+{agents.name}.{col.key}", col.type)
+
+
+#: The strategy of each dialect of the engine (``repository.strategy.strategy_for``).
+STRATEGIES: Final[dict[str, type[EngineStrategy]]] = {"sqlite": SqliteEngine}

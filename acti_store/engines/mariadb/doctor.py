@@ -7,7 +7,7 @@ from typing import Final
 
 from sqlalchemy import Connection, text
 
-from .findings import EngineChecks, Finding, Target, ok, warning
+from ...doctor.findings import EngineChecks, Finding, Target, ok, warning
 
 #: The isolation level every session of a store runs at (``acti_store.mariadb.session_sql``).
 ISOLATION: Final = "READ-COMMITTED"

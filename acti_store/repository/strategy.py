@@ -2,15 +2,15 @@
 
 The repository (``sql``) and its helpers (``transaction``, ``search``, ``paging``, ``bulk``)
 never ask which engine they run on: they read this strategy's flags and call its methods. The
-defaults here are the portable ones (plain SQL every engine runs); an engine's module overrides
-what it does otherwise. Connection policy (``acti_store.engine``) and error codes
-(``acti_store.dberrors``) are per-engine functions of their own modules.
+defaults here are the portable ones (plain SQL every engine runs); an engine's ``statements``
+module (``acti_store/engines/<engine>/``) overrides what it does otherwise, and ``strategy_for``
+finds it through the engines' registry (``acti_store.engine_registry``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar
+from typing import Any, ClassVar, Final, Protocol, TypeAlias, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import Dialect
@@ -18,13 +18,14 @@ from sqlalchemy.sql import Select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import SelectBase
 
-from ...models import ExecutionRecord
-from ...sqlexec import Cursor, Prepared
-from ..bulk import BULK_AGENT_BATCH
-from ..feed import FeedStatements
-from ..recording import record_run
-from ..signals import ChangeSignal, counter_signal
-from ..statements import EXPORT_RECORDS, insert_agents
+from ..engine_registry import engine_for
+from ..models import ExecutionRecord
+from ..sqlexec import Cursor, Prepared
+from .bulk import BULK_AGENT_BATCH
+from .feed import FeedStatements
+from .recording import record_run
+from .signals import ChangeSignal, counter_signal
+from .statements import EXPORT_RECORDS, insert_agents
 
 T = TypeVar("T")
 
@@ -287,3 +288,21 @@ class EngineStrategy:
     def after_growth(self, engine: Engine, written: int) -> None:
         """After committed writes that added or replaced ``written`` agents (an import, or
         ``core.GROWTH_CHECK_EVERY`` creates): the engine's statistics, where it keeps them."""
+
+
+#: The strategies made so far (one per dialect and process).
+_STRATEGIES: Final[dict[str, EngineStrategy]] = {}
+
+
+def strategy_for(dialect_name: str) -> EngineStrategy:
+    """The strategy of the dialect ``dialect_name`` (its engine's ``statements`` part gives it,
+    in ``STRATEGIES``, imported when first asked: a SQLite store never loads SQLAlchemy's
+    PostgreSQL or MySQL dialect); ``StoreUrlError`` for a database acti_store does not run on
+    (``engine_registry.engine_for``)."""
+    strategy = _STRATEGIES.get(dialect_name)
+    if strategy is None:
+        made: EngineStrategy = (
+            engine_for(dialect_name).part("statements").STRATEGIES[dialect_name]()
+        )
+        strategy = _STRATEGIES.setdefault(dialect_name, made)
+    return strategy

@@ -17,7 +17,7 @@ from typing import Final
 
 from sqlalchemy import String, bindparam, column, delete, select, table, text
 
-from ...postgresql import TENANT_LOGINS_TABLE
+from ...engine import TENANT_LOGINS_TABLE
 from ...sqlexec import Cursor, Prepared
 
 _LOGINS: Final = table(TENANT_LOGINS_TABLE, column("role", String()), column("tenant", String()))

@@ -35,14 +35,10 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.pool import NullPool
 
-from ...engine import LISTEN_OPTION, make_engine, pooled_settings, store_schema, wait_ms
+from ...engine import LISTEN_OPTION, make_engine, store_schema, wait_ms
 from ...models import ExecutionRecord
-from ...postgresql import TransactionSettings
-from ...schema import agents, executions
-from ...sqlexec import Answer, Compiled, Cursor, Prepared
-from ...tenancy import TENANT_SETTING, tenant_param
-from ..feed import count_changes, save_checkpoint
-from ..recording import (
+from ...repository.feed import count_changes, save_checkpoint
+from ...repository.recording import (
     PINNED_EXISTS,
     RAN,
     RUN_COUNTERS,
@@ -52,24 +48,28 @@ from ..recording import (
     run_record,
     why_unrecorded,
 )
-from ..signals import (
+from ...repository.signals import (
     POLL_INTERVAL,
     ChangeSignal,
     PollingSignal,
     interruptible_wait,
     own_connection,
 )
-from ..statements import (
+from ...repository.statements import (
     AGENT_KEYS,
     BY_NAME,
     insert_tags,
     record_values,
     records_of,
 )
-from ..version_statements import count_run
-from .base import EngineStrategy, Read, Statement, Write
+from ...repository.strategy import EngineStrategy, Read, Statement, Write
+from ...repository.version_statements import count_run
+from ...schema import agents, executions
+from ...sqlexec import Answer, Compiled, Cursor, Prepared
+from ...tenancy import TENANT_SETTING, tenant_param
+from .connection import TransactionSettings, pooled_settings
+from .logins import POSTGRESQL_LOGINS
 from .pipeline import BridgedConnection, psycopg_async_connection, psycopg_connection
-from .postgresql_logins import POSTGRESQL_LOGINS
 
 logger = logging.getLogger(__name__)
 
@@ -457,3 +457,7 @@ class PooledPostgresqlEngine(PostgresqlEngine):
                 POLL_INTERVAL,
             )
         return PollingSignal(None, last_seq, POLL_INTERVAL)
+
+
+#: The strategy of each dialect of the engine (``repository.strategy.strategy_for``).
+STRATEGIES: Final[dict[str, type[EngineStrategy]]] = {"postgresql": PostgresqlEngine}

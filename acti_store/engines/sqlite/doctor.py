@@ -15,8 +15,8 @@ from typing import Final
 
 from sqlalchemy import Connection, text
 
-from ..engine import store_file
-from .findings import EngineChecks, Finding, Target, ok, warning
+from ...doctor.findings import EngineChecks, Finding, Target, ok, warning
+from ...engine import store_file
 
 #: Free disk below this many bytes, or below ``FREE_DISK_SHARE`` of the disk, is a warning.
 FREE_DISK_MIN: Final = 2**30

@@ -4,7 +4,7 @@ Every session of a store runs ``session_sql`` first: lock waits end within the l
 (InnoDB counts them in whole seconds: a write waits the whole seconds left and tries again for
 the rest, ``first_lock_wait``), timestamps are UTC, the SQL mode is strict (a value that does
 not fit is refused, never cut), transactions run at READ COMMITTED, as on PostgreSQL (a
-snapshot read asks for REPEATABLE READ: ``repository.engines.mysql``), and a read-only store's
+snapshot read asks for REPEATABLE READ: ``engines.mariadb.statements``), and a read-only store's
 transactions are read-only. The pool rolls back a connection given back only when its
 transaction may still be open (``reset``): a round trip less per operation.
 
@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import nullcontext
+from pathlib import Path
 from typing import Any, Final
 
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import PoolResetState
 
-from .connections import ENDED
-from .errors import StoreUrlError
+from ...connections import ENDED
+from ...engine import SessionPolicy, create_store_engine
+from ...errors import StoreUrlError
 
 #: The oldest MariaDB acti_store runs on: the first with ``INSERT ... RETURNING``.
 MIN_MARIADB: Final = (10, 5)
@@ -35,6 +39,30 @@ SQL_MODE: Final = "STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,NO_ENGINE_SUBS
 #: How long a pooled connection is kept (seconds), well within the server's ``wait_timeout``
 #: (8 hours by default), after which the server drops it.
 POOL_RECYCLE: Final = 3600
+
+
+def make(policy: SessionPolicy, kwargs: dict[str, Any]) -> Engine:
+    """The engine of the store's database (``schema``: a database of its own): each session
+    set up by ``session_sql``, each connection given back reset by ``reset``."""
+    statements = session_sql(policy.lock_timeout, read_only=policy.read_only)
+    engine = create_store_engine(store_url(policy.url, policy.schema), options(kwargs))
+    event.listen(engine, "connect", lambda c, _r: connect(c, statements), insert=True)
+    event.listen(engine, "reset", reset)
+    return engine
+
+
+def store_file(url: URL) -> Path | None:
+    """None: a server keeps the store."""
+    return None
+
+
+def migrating(conn: Connection) -> nullcontext[None]:
+    """Nothing to hold around a migration."""
+    return nullcontext()
+
+
+def migrated(conn: Connection) -> None:
+    """Nothing to do after a migration."""
 
 
 def lock_wait_seconds(seconds: float) -> int:
@@ -121,7 +149,7 @@ def reset(dbapi_connection: Any, record: Any, state: PoolResetState) -> None:
     ended already: the repository ended it (``connections.ENDED``) or SQLAlchemy's own
     ``Connection`` did. A host's own use of ``repo.engine`` may leave a transaction open
     (a raw DBAPI cursor): that one is rolled back, or a snapshot read on the connection could
-    not set its isolation (``engines.mysql``)."""
+    not set its isolation (``engines.mariadb.statements``)."""
     ended = record is not None and record.info.pop(ENDED, False)
     if ended or state.transaction_was_reset or not state.asyncio_safe:
         return

@@ -1,0 +1,1 @@
+"""MariaDB and MySQL (``mariadb+pymysql://``, ``mysql+pymysql://``)."""

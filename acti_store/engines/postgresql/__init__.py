@@ -1,0 +1,1 @@
+"""PostgreSQL (``postgresql+psycopg://``): a store many processes and machines share."""

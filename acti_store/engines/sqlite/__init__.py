@@ -1,0 +1,1 @@
+"""SQLite (``sqlite:///path.db``): the embedded default, a store in one file."""
