@@ -11,6 +11,8 @@ from typing import Any, Final
 from sqlalchemy import Engine
 from sqlalchemy.pool import QueuePool
 
+from .engine_registry import find_engine
+
 #: Set in a pooled connection's ``info`` when the repository gives it back with its transaction
 #: ended (committed or rolled back): an engine whose pool would roll it back again, at the cost
 #: of a round trip, may skip that (``engines.mariadb.connection.reset``). Taken out by the
@@ -123,7 +125,9 @@ def roll_back(connections: Connections, connection: Any, *, autocommit: bool = F
 
 
 def connections_for(engine: Engine) -> Connections:
-    """Kept connections for a SQLite file (its engine has a ``QueuePool``), else the pool."""
-    if engine.dialect.name == "sqlite" and isinstance(engine.pool, QueuePool):
+    """Kept connections for an engine that keeps them (SQLite's file, when its engine has a
+    ``QueuePool``), else the pool."""
+    entry = find_engine(engine.dialect.name)
+    if entry is not None and entry.kept_connections and isinstance(engine.pool, QueuePool):
         return KeptConnections(engine)
     return PooledConnections(engine)

@@ -21,7 +21,13 @@ from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
-from .engine_registry import DATABASE_ALIASES, SUPPORTED_URLS, EngineEntry, engine_for
+from .engine_registry import (
+    DATABASE_ALIASES,
+    SUPPORTED_URLS,
+    EngineEntry,
+    engine_for,
+    find_engine,
+)
 from .errors import (
     ArgumentTypeError,
     MissingDriverError,
@@ -168,10 +174,9 @@ def _with_driver(url: URL) -> URL:
     server's URL that names no driver, the driver acti_store runs it on (``default_driver``)."""
     backend, plus, driver = url.drivername.partition("+")
     backend = DATABASE_ALIASES.get(backend, backend)
-    if not plus:
-        entry = engine_for(backend)
-        if entry.server:
-            return url.set(drivername=f"{backend}+{default_driver(entry)}")
+    entry = find_engine(backend)
+    if not plus and entry is not None and entry.server:
+        return url.set(drivername=f"{backend}+{default_driver(entry)}")
     return url.set(drivername=f"{backend}{plus}{driver}")
 
 

@@ -7,13 +7,16 @@ Each engine is a folder, ``acti_store/engines/<folder>/``, that holds what its d
   store's file is (``store_file``), and what a migration's connection needs (``migrating``,
   ``migrated``): the functions ``engine.EngineConnection`` names;
 - ``statements``: the repository's ``EngineStrategy`` of each of its dialects (``STRATEGIES``);
+- ``errors``: what its driver's errors mean (``ERRORS``: ``dberrors.ErrorCodes``);
+- ``types``: its own forms of the package's column types (``TYPES``: ``column_types.EngineTypes``);
+- ``migration``: how it migrates (``MIGRATION``: ``migration_policy.MigrationPolicy``);
 - ``doctor``: its checks (``CHECKS``).
 
 The rest of the package asks for an engine's part through ``engine_for(...).part(name)``, which
 imports it when first asked: a SQLite store never imports PostgreSQL's driver or dialect, and
 the engines import the package, never the other way (no import runs back up). Adding an engine
-is a folder with those modules, an entry in ``ENGINES``, and its driver's extra in
-``pyproject.toml`` (docs/adapters.md).
+is a folder with those modules, an entry in ``ENGINES``, its driver's extra in
+``pyproject.toml`` and an Alembic revision for its text index (docs/adapters.md).
 """
 
 from __future__ import annotations
@@ -56,16 +59,26 @@ class EngineEntry:
     listens: bool = False
     #: The driver of its async engine (``make_async_engine``), if it has one.
     async_driver: str | None = None
+    #: A store's connections kept open by the process between calls (``connections``): SQLite's,
+    #: whose file a new connection would open again with its pragmas.
+    kept_connections: bool = False
 
     def part(self, name: str) -> ModuleType:
-        """The engine's module ``name`` (``connection``, ``statements``, ``doctor``)."""
+        """The engine's module ``name`` (``connection``, ``errors``, ``types``, ``migration``,
+        ``statements``, ``doctor``)."""
         return importlib.import_module(f"{__package__}.engines.{self.folder}.{name}")
 
 
 _MYSQL_INSTALL: Final = 'pip install "acti-store[mysql]"'
 
 ENGINES: Final = (
-    EngineEntry("sqlite", ("sqlite",), (Driver("pysqlite", "sqlite3", ""),), server=False),
+    EngineEntry(
+        "sqlite",
+        ("sqlite",),
+        (Driver("pysqlite", "sqlite3", ""),),
+        server=False,
+        kept_connections=True,
+    ),
     EngineEntry(
         "postgresql",
         ("postgresql",),
@@ -104,6 +117,19 @@ SUPPORTED_URLS: Final = (
 _BY_DATABASE: Final = {database: entry for entry in ENGINES for database in entry.databases}
 #: The databases acti_store runs on (SQLAlchemy's backend and dialect names).
 DATABASES: Final = frozenset(_BY_DATABASE)
+_BY_DRIVER_MODULE: Final = {driver.module: entry for entry in ENGINES for driver in entry.drivers}
+
+
+def engine_of_error(error: BaseException) -> EngineEntry | None:
+    """The engine whose driver raised ``error`` (by the package of its class: ``sqlite3``,
+    ``psycopg``, ``pymysql``), else None."""
+    return _BY_DRIVER_MODULE.get(type(error).__module__.partition(".")[0])
+
+
+def find_engine(database: str) -> EngineEntry | None:
+    """The engine of ``database``, else None (a dialect acti_store does not run on, such as
+    the default one ``str(statement)`` compiles with)."""
+    return _BY_DATABASE.get(database)
 
 
 def engine_for(database: str) -> EngineEntry:

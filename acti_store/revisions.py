@@ -19,7 +19,6 @@ from sqlalchemy import Connection, Engine, column, func, select, text
 from sqlalchemy import table as sa_table
 from sqlalchemy.exc import DBAPIError
 
-from .column_types import MYSQL_DIALECTS
 from .dberrors import is_concurrent_ddl, is_missing_table, unreachable
 from .engine import (
     LEGACY_VERSION_TABLE,
@@ -28,34 +27,20 @@ from .engine import (
     alembic_config,
     migrated,
     migrating,
-    store_location,
     store_schema,
 )
-from .errors import InvalidInputError, SchemaVersionError, StoreUnavailableError, StoreUrlError
-from .migrations.names import ORM_TABLES, is_acti_store_table
+from .errors import InvalidInputError, SchemaVersionError, StoreUrlError
+from .migration_policy import migration_policy
+from .migrations.names import is_acti_store_table
 from .migrations.progress import MARKER as _MARKER
 from .migrations.progress import end_migration
 from .schema_head import MigrationProgress
-from .schema_head import has_progress_table as _has_progress_table
 from .schema_head import progress as _progress
 
-#: Key of the PostgreSQL advisory lock held while migrating, so concurrent openers queue.
-_PG_MIGRATION_LOCK: Final = 0x61637469
-#: The name of MariaDB's named lock held while migrating (``GET_LOCK``): one per database.
-_MYSQL_LOCK_NAME: Final = "CONCAT('acti_store_migration.', DATABASE())"
-#: How long a MariaDB migration waits for another's lock (seconds, about 34 years): ``GET_LOCK``
-#: has no "forever" there (a negative timeout answers NULL at once, without taking the lock).
-_MYSQL_LOCK_WAIT: Final = 2**30
 #: How many times the store's revision is read when a version table vanished meanwhile.
 _VERSION_READS: Final = 3
 #: The pause (seconds, times the attempt) before reading past another's DDL (``_current_state``).
 _VERSION_READ_PAUSE: Final = 0.05
-#: MariaDB's progress table (``MIGRATION_PROGRESS_TABLE``): InnoDB, so that deleting its row
-#: commits with the migration's last revision stamp.
-_PROGRESS_DDL: Final = (
-    f"CREATE TABLE IF NOT EXISTS {MIGRATION_PROGRESS_TABLE} (started_at DATETIME(6) NOT NULL, "
-    "from_revision VARCHAR(255) NOT NULL, to_revision VARCHAR(255) NOT NULL) ENGINE=InnoDB"
-)
 
 
 def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[str]]:
@@ -84,7 +69,7 @@ def upgrade_schema(engine: Engine, target: str = "head") -> tuple[set[str], set[
                 command.upgrade(cfg, target)
             else:
                 command.downgrade(cfg, target)
-            after = _heads_in(conn, VERSION_TABLE)
+            after = heads_in(conn, VERSION_TABLE)
             end_migration(conn)
         release_migration_lock(conn)
         migrated(conn)
@@ -123,26 +108,14 @@ def mark_migration(
     That engine's DDL commits as it goes and cannot be undone: a migration killed (or failed)
     part way leaves a half-made schema, and this row, for ``recover_interrupted_migration``.
     ``end_migration`` deletes the row in the migration's last transaction."""
-    if conn.dialect.name not in MYSQL_DIALECTS:
+    policy = migration_policy(conn.dialect.name)
+    if policy.transactional_ddl:
         return
     destination = _destination(script, target)
     if destination == before:
         return
     to = ",".join(sorted(destination)) if destination is not None else target
-    conn.execute(text(_PROGRESS_DDL))
-    conn.execute(text(f"DELETE FROM {MIGRATION_PROGRESS_TABLE}"))
-    conn.execute(
-        text(
-            f"INSERT INTO {MIGRATION_PROGRESS_TABLE} (started_at, from_revision, to_revision) "
-            "VALUES (UTC_TIMESTAMP(6), :before, :to)"
-        ),
-        {"before": ",".join(sorted(before)), "to": to},
-    )
-    # Committed now, on the server: the first DDL would commit it anyway (DDL commits as it goes
-    # there), but a revision may begin with DML. The migration carries on in the transaction
-    # the server begins next, which ``conn``'s transaction commits or rolls back as before.
-    conn.exec_driver_sql("COMMIT")
-    conn.info[_MARKER] = "running"
+    policy.mark(conn, ",".join(sorted(before)), to)
 
 
 def recover_interrupted_migration(conn: Connection) -> None:
@@ -155,37 +128,7 @@ def recover_interrupted_migration(conn: Connection) -> None:
     no row in any of acti_store's tables (the migration was creating it, or it was empty) has
     every acti_store table dropped, so the migration that follows makes the store from
     scratch; a store holding rows is refused (``SchemaVersionError``), nothing written."""
-    if conn.dialect.name not in MYSQL_DIALECTS:
-        return
-    progress = _progress(conn)
-    if progress is not None and _heads_in(conn, VERSION_TABLE) != set(
-        filter(None, progress.to_revision.split(","))
-    ):
-        tables = sorted(
-            name
-            for name in _relation_names(conn)
-            if is_acti_store_table(name) and name != MIGRATION_PROGRESS_TABLE
-        )
-        holding = [name for name in tables if name in ORM_TABLES and _has_rows(conn, name)]
-        if holding:
-            raise SchemaVersionError(
-                f"{progress.describe()} was interrupted part way (killed, or it failed); "
-                "MariaDB cannot undo schema changes, so the store's schema is half-made, and "
-                f"it holds data (in {', '.join(holding)}). Nothing was changed. Restore the "
-                "database from its backup, then run acti-store migrate"
-            )
-        if tables:
-            conn.execute(text("SET SESSION foreign_key_checks = 0"))
-            try:
-                conn.execute(text(f"DROP TABLE IF EXISTS {', '.join(tables)}"))
-            finally:
-                conn.execute(text("SET SESSION foreign_key_checks = 1"))
-    if progress is not None or _has_progress_table(conn):
-        conn.execute(text(f"DROP TABLE IF EXISTS {MIGRATION_PROGRESS_TABLE}"))
-
-
-def _has_rows(conn: Connection, table: str) -> bool:
-    return conn.execute(text(f"SELECT 1 FROM {table} LIMIT 1")).first() is not None
+    migration_policy(conn.dialect.name).recover(conn)
 
 
 def _destination(script: ScriptDirectory, target: str) -> set[str] | None:
@@ -214,51 +157,23 @@ def refuse_foreign_tables(conn: Connection, script: ScriptDirectory) -> None:
         for n in found
         if is_acti_store_table(n) and n not in (VERSION_TABLE, MIGRATION_PROGRESS_TABLE)
     )
-    if not clashing or _heads_in(conn, VERSION_TABLE):
+    if not clashing or heads_in(conn, VERSION_TABLE):
         return
-    if any(_known(script, rev) for rev in _heads_in(conn, LEGACY_VERSION_TABLE)):
+    if any(_known(script, rev) for rev in heads_in(conn, LEGACY_VERSION_TABLE)):
         return
     listed = ", ".join(clashing)
-    if conn.dialect.name == "sqlite":
-        opening = f"the database file {store_location(conn.engine.url)}"
-    elif conn.dialect.name in MYSQL_DIALECTS:
-        opening = f"the database {conn.engine.url.database}"
-    else:
-        opening = f"the schema {_current_schema(conn)} of the PostgreSQL database"
-    what = (
-        f"{opening} already holds tables of acti_store's names that are not acti_store's: "
-        f"{listed} (no acti_store revision is recorded in {VERSION_TABLE}). They belong to "
-        "another application, and nothing was changed. "
-    )
-    if conn.dialect.name == "sqlite":
-        raise StoreUrlError(
-            what + "Give acti_store a database file of its own (e.g. sqlite:///acti_store.db)"
-        )
+    policy = migration_policy(conn.dialect.name)
     raise StoreUrlError(
-        what + 'Give acti_store a schema of its own, e.g. open_repository(url, schema="acti"), '
-        "acti-store --schema acti ..., alembic -x schema=acti or ACTI_STORE_SCHEMA=acti"
+        f"{policy.place(conn)} already holds tables of acti_store's names that are not "
+        f"acti_store's: {listed} (no acti_store revision is recorded in {VERSION_TABLE}). They "
+        f"belong to another application, and nothing was changed. {policy.own_place_hint}"
     )
 
 
 def _relation_names(conn: Connection) -> set[str]:
     """The names of the tables and views where the migrations would create acti_store's: the
     SQLite file, or PostgreSQL's current schema (the store's; none when it does not exist)."""
-    if conn.dialect.name == "sqlite":
-        query = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
-    elif conn.dialect.name in MYSQL_DIALECTS:
-        query = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
-    else:
-        query = (
-            "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-            "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() "
-            "AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
-        )
-    names: list[str] = list(conn.execute(text(query)).scalars())
-    return set(names)
-
-
-def _current_schema(conn: Connection) -> str:
-    return str(conn.execute(text("SELECT current_schema()")).scalar_one())
+    return migration_policy(conn.dialect.name).relation_names(conn)
 
 
 def create_store_schema(conn: Connection) -> None:
@@ -277,38 +192,17 @@ def create_store_schema(conn: Connection) -> None:
 
 
 def migration_lock(conn: Connection) -> None:
-    """Queue behind any other migration of this database, until ``conn``'s transaction ends.
-
-    PostgreSQL: an advisory lock. SQLite: the transaction began with ``BEGIN IMMEDIATE`` (a
-    connection with the execution option ``acti_write``), which is the lock."""
-    if conn.dialect.name == "postgresql":
-        # Openers queue behind a migration however long it takes (a table rewrite may take
-        # longer than lock_timeout): it is not a write waiting on another writer.
-        conn.execute(text("SET LOCAL lock_timeout = 0"))
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
-    elif conn.dialect.name in MYSQL_DIALECTS:
-        # A named lock is the session's, not the transaction's (and MariaDB's DDL commits as
-        # it goes): released after the migration (``release_migration_lock``).
-        taken = conn.execute(
-            text(f"SELECT GET_LOCK({_MYSQL_LOCK_NAME}, {_MYSQL_LOCK_WAIT})")
-        ).scalar()
-        if taken != 1:
-            raise StoreUnavailableError(
-                "cannot open the store: the server did not give its migration lock "
-                f"(GET_LOCK answered {taken})",
-                transient=False,
-            )
+    """Queue behind any other migration of this database, until ``conn``'s transaction ends
+    (``release_migration_lock`` then releases what outlives it): the engine's lock
+    (``MigrationPolicy.lock``: SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's advisory lock,
+    MariaDB's named lock)."""
+    migration_policy(conn.dialect.name).lock(conn)
 
 
 def release_migration_lock(conn: Connection) -> None:
-    """After the migration's transaction: on MariaDB, drop the progress table ``end_migration``
-    emptied and release the named lock (a no-op elsewhere, where the lock ended with the
-    transaction)."""
-    if conn.dialect.name in MYSQL_DIALECTS:
-        if conn.info.pop(_MARKER, None) == "ended":
-            conn.execute(text(f"DROP TABLE IF EXISTS {MIGRATION_PROGRESS_TABLE}"))
-        conn.execute(text(f"SELECT RELEASE_LOCK({_MYSQL_LOCK_NAME})"))
-        conn.commit()
+    """After the migration's transaction: what the engine's lock took beyond it, released
+    (MariaDB: its progress table and its named lock; nothing elsewhere)."""
+    migration_policy(conn.dialect.name).unlock(conn)
 
 
 def adopt_legacy_version(conn: Connection, script: ScriptDirectory) -> set[str]:
@@ -320,10 +214,10 @@ def adopt_legacy_version(conn: Connection, script: ScriptDirectory) -> set[str]:
     application's own revision stays in ``alembic_version``. The old table is dropped when our
     row was all it held.
     """
-    current = _heads_in(conn, VERSION_TABLE)
+    current = heads_in(conn, VERSION_TABLE)
     if current:
         return current
-    ours = [rev for rev in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, rev)]
+    ours = [rev for rev in heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, rev)]
     if not ours:
         return current
     context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
@@ -333,7 +227,7 @@ def adopt_legacy_version(conn: Connection, script: ScriptDirectory) -> set[str]:
     conn.execute(table.delete().where(table.c.version_num.in_(ours)))
     if conn.execute(select(func.count()).select_from(table)).scalar_one() == 0:
         conn.execute(text(f"DROP TABLE {LEGACY_VERSION_TABLE}"))
-    return _heads_in(conn, VERSION_TABLE)
+    return heads_in(conn, VERSION_TABLE)
 
 
 def check_schema(engine: Engine) -> None:
@@ -389,10 +283,10 @@ def _current_state(
         try:
             with engine.connect() as conn:
                 progress = _progress(conn)
-                current = _heads_in(conn, VERSION_TABLE)
+                current = heads_in(conn, VERSION_TABLE)
                 if current:
                     return current, False, progress
-                legacy = {r for r in _heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
+                legacy = {r for r in heads_in(conn, LEGACY_VERSION_TABLE) if _known(script, r)}
                 return legacy, bool(legacy), progress
         except DBAPIError as exc:
             changing = is_concurrent_ddl(exc)
@@ -405,7 +299,7 @@ def _current_state(
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _heads_in(conn: Connection, version_table: str) -> set[str]:
+def heads_in(conn: Connection, version_table: str) -> set[str]:
     context = MigrationContext.configure(conn, opts={"version_table": version_table})
     return set(context.get_current_heads())
 

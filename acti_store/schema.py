@@ -45,7 +45,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from .column_types import DOUBLE_FLOAT, LONG_TEXT, MYSQL_DIALECTS, TIMESTAMP
+from .column_types import DOUBLE_FLOAT, LONG_TEXT, TIMESTAMP, engine_types, naive_timestamps
 from .models import BUILDER, NAME_MAX_LENGTH, UPDATABLE_FIELDS
 from .routing import WEIGHTS_MAX_LENGTH
 from .tenancy import DEFAULT_TENANT, TENANT_TABLES
@@ -60,7 +60,8 @@ NAMING_CONVENTION: Final = {
 }
 
 
-def _naive(value: datetime) -> ValueError:
+def naive(value: datetime) -> ValueError:
+    """The error of a naive ``value`` given for a timestamp."""
     return ValueError(f"naive datetime {value!r}: timestamps must be timezone-aware")
 
 
@@ -81,44 +82,23 @@ class UtcDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         if value.utcoffset() is None:
-            raise _naive(value)
+            raise naive(value)
         value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name in _NAIVE_DIALECTS else value
+        return value.replace(tzinfo=None) if naive_timestamps(dialect) else value
 
     def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
-        if dialect.name != "sqlite":
-            return super().bind_processor(dialect)
-
-        # SQLite: the text SQLAlchemy's DATETIME writes ("2025-01-09 14:30:22.123456"), made by
-        # C calls instead of a Python format string: this runs for every stored timestamp.
-        def process(value: datetime | None) -> str | None:
-            if value is None:
-                return None
-            offset = value.utcoffset()
-            if offset is None:
-                raise _naive(value)
-            if offset:
-                value = value.astimezone(UTC)
-            return value.isoformat(" ", "microseconds")[:-6]  # without its "+00:00"
-
-        return process
+        types = engine_types(dialect)
+        fast = None if types is None else types.timestamp_bind()
+        return fast or super().bind_processor(dialect)
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
-        if dialect.name != "sqlite":
-            return super().result_processor(dialect, coltype)
-        parse = datetime.fromisoformat
+        types = engine_types(dialect)
 
-        # SQLite: the stored text is naive UTC; appending the offset lets one C call parse it
-        # as aware UTC. Text written some other way takes the general path.
-        def process(value: Any) -> datetime | None:
-            if value is None:
-                return None
-            try:
-                return parse(value + "+00:00")
-            except (TypeError, ValueError):
-                return self.process_result_value(value, dialect)
+        def general(value: Any) -> datetime | None:
+            return self.process_result_value(value, dialect)
 
-        return process
+        fast = None if types is None else types.timestamp_result(general)
+        return fast or super().result_processor(dialect, coltype)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -135,8 +115,6 @@ class UtcDateTime(TypeDecorator[datetime]):
 #: 64-bit. SQLite's INTEGER already is (and an ``INTEGER PRIMARY KEY`` must be spelled so to be
 #: the rowid), so the type is BIGINT on PostgreSQL only; revision 0005 widened the columns.
 Counter = BigInteger().with_variant(Integer(), "sqlite")
-#: The dialects whose timestamps keep no offset: stored as naive UTC.
-_NAIVE_DIALECTS: Final = frozenset({"sqlite", *MYSQL_DIALECTS})
 
 
 class Base(DeclarativeBase):

@@ -17,8 +17,8 @@ from typing import Final
 
 from sqlalchemy import Connection, Engine, text
 
-from .column_types import MYSQL_DIALECTS
 from .engine import MIGRATION_PROGRESS_TABLE, VERSION_TABLE
+from .migration_policy import migration_policy
 
 #: The revision of the newest script in ``migrations/versions``: the revision of a store at head.
 #: A new migration updates it (the test of this module compares it with Alembic's head).
@@ -61,8 +61,8 @@ def _recorded_revisions(conn: Connection) -> set[str]:
 
 def progress(conn: Connection) -> MigrationProgress | None:
     """The marker of a MariaDB migration under way or interrupted (``revisions.mark_migration``);
-    None without one (and on the other engines)."""
-    if conn.dialect.name not in MYSQL_DIALECTS or not has_progress_table(conn):
+    None without one (and on the engines whose DDL is transactional)."""
+    if migration_policy(conn.dialect.name).transactional_ddl or not has_progress_table(conn):
         return None
     columns = "started_at, from_revision, to_revision"
     query = text(f"SELECT {columns} FROM {MIGRATION_PROGRESS_TABLE} LIMIT 1")

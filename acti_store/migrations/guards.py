@@ -10,8 +10,8 @@ from typing import Final
 import sqlalchemy as sa
 from alembic import op
 
-from ..column_types import MYSQL_DIALECTS
 from ..errors import SchemaVersionError
+from ..migration_policy import migration_policy
 from .progress import end_migration
 
 #: The tables that gained a tenant in revision 0009, as it knew them.
@@ -75,8 +75,10 @@ def refuse_leaving_tenants(kept: Sequence[str]) -> None:
     context = op.get_context()
     environment = context.environment_context  # None: no destination known, so checked
     target = environment.get_revision_argument() if environment is not None else None
-    if context.dialect.name in MYSQL_DIALECTS and target not in kept and not context.as_sql:
-        refuse_other_tenants()
+    policy = migration_policy(context.dialect.name)
+    if policy.transactional_ddl or target in kept or context.as_sql:
+        return
+    refuse_other_tenants()
 
 
 def refuse_other_tenants(tables: Sequence[str] = TENANT_TABLES_0009) -> None:

@@ -18,6 +18,7 @@ from sqlalchemy.schema import SchemaItem
 
 from ..engine import ENV_SCHEMA, MIGRATION_PROGRESS_TABLE, TENANT_LOGINS_TABLE, VERSION_TABLE
 from ..errors import InvalidInputError
+from ..migration_policy import migration_policy
 from ..schema import Base
 
 #: acti_store's tables in its ORM metadata: what ``alembic check`` compares.
@@ -33,14 +34,6 @@ SEARCH_INDEX_PREFIXES: Final = (
     "ix_agents_trgm_",
     "ix_agents_sort_",
     "agent_trigrams",
-)
-
-
-#: The ORM's indexes that revision 0012 replaces on SQLite by wider ones of its own
-#: (``ix_agents_sort_<column>``, which carry the stratum, the tools and the creation time): not
-#: missing there.
-SQLITE_REPLACED_INDEXES: Final = frozenset(
-    f"ix_agents_tenant_{column}" for column in ("created_at", "updated_at", "execution_count")
 )
 
 
@@ -74,14 +67,12 @@ def owned_object(
     reflected: bool,
     compare_to: SchemaItem | None,
 ) -> bool:
-    """``include_object`` of acti_store's own ``env.py``: every object but, on SQLite, the ORM's
-    indexes that revision 0012 replaced there (``SQLITE_REPLACED_INDEXES``)."""
-    return not (
-        type_ == "index"
-        and not reflected
-        and name in SQLITE_REPLACED_INDEXES
-        and context.get_context().dialect.name == "sqlite"
-    )
+    """``include_object`` of acti_store's own ``env.py``: every object but the ORM's indexes
+    that a revision replaced on the engine by its own (``MigrationPolicy.replaced_indexes``:
+    SQLite's of revision 0012)."""
+    if type_ != "index" or reflected:
+        return True
+    return name not in migration_policy(context.get_context().dialect.name).replaced_indexes
 
 
 def ignore_acti_store(

@@ -21,9 +21,10 @@ from sqlalchemy import Connection, Engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from ...dberrors import is_sqlite_busy
+from ...dberrors import driver_error
 from ...engine import VERSION_TABLE, SessionPolicy, create_store_engine, wait_ms
 from ...errors import StoreUnavailableError, StoreUrlError
+from .errors import is_busy
 
 #: Page cache per SQLite connection, in KiB (SQLite's default is 2,000). Filled only as pages
 #: are read: the full-text index makes a store of 10,000 agents about 20 MB, and reads that miss
@@ -147,7 +148,7 @@ def _enable_wal(cursor: Any, lock_timeout: float) -> None:
             cursor.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as exc:
-            if not is_sqlite_busy(exc) or time.monotonic() > deadline:
+            if not is_busy(driver_error(exc)) or time.monotonic() > deadline:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.2)
