@@ -15,6 +15,7 @@ opened as at startup, a store no token has any more is closed.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import gc
 import os
@@ -23,7 +24,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
-import anyio.to_thread
 
 from ..bootstrap import open_repository
 from ..execution.environment import ENV_CONFIG
@@ -103,9 +103,9 @@ def _serve_tenants(args: argparse.Namespace, token_file: TokenFile, model: Any) 
         app = TokensApp(stores.servers(token_file.grants), host=args.host)
 
         async def rotate(grants: Mapping[str, Grant]) -> Rotation:
-            servers = await anyio.to_thread.run_sync(stores.servers, grants)
+            servers = await asyncio.to_thread(stores.servers, grants)
             rotation = await app.replace(servers)  # the removed tokens' sessions ended first
-            await anyio.to_thread.run_sync(stores.keep_only, servers)
+            await asyncio.to_thread(stores.keep_only, servers)
             return rotation
 
         async def main() -> None:

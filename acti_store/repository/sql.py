@@ -24,6 +24,7 @@ from ..engine import (
     make_async_engine,
     store_schema,
 )
+from ..engine_registry import engine_for
 from ..tenancy import DEFAULT_TENANT, check_tenant, resolve_create_tenant
 from .arguments import retention, store_options
 from .asynchronous import Dispatch, GreenletDispatch, StoreThreads
@@ -77,9 +78,9 @@ class SqlAgentRepository(AgentRepository):
     operation that fails. Frequent operations run prepared statements on a DBAPI connection
     (``sqlexec``: kept and reused for a SQLite file, from the pool otherwise); search and the rare
     paths use SQLAlchemy Core connections from the engine's pool. The coroutines (``aget``, ...)
-    run on an engine of this URL on psycopg's async driver where the engine has one (the
-    strategy's ``async_engine``), else on the store's threads; ``waits``: how pauses and mirror
-    writes wait (``core.Waits``).
+    run on an engine of this URL on its async driver where the engine has one (its registry
+    entry's ``async_driver``: PostgreSQL's psycopg), else on the store's threads; ``waits``: how
+    pauses and mirror writes wait (``core.Waits``).
     """
 
     def __init__(
@@ -246,9 +247,9 @@ class SqlAgentRepository(AgentRepository):
 
     def _make_dispatch(self) -> Dispatch:
         """The coroutines run on an ``AsyncEngine`` per loop where the engine has an async
-        driver (PostgreSQL), else on the store's threads (SQLite)."""
+        driver (PostgreSQL), else on the store's threads (SQLite, MariaDB): one way each."""
         core = self._core
-        if not core.kind.async_engine:
+        if engine_for(core.engine.dialect.name).async_driver is None:
             return super()._make_dispatch()
         options: dict[str, Any] = {"read_only": self.read_only, "lock_timeout": core.lock_timeout}
         # The store's schema, or "" for the default one (not ACTI_STORE_SCHEMA read again);

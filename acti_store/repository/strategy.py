@@ -143,8 +143,6 @@ class EngineStrategy:
     lock_wait_per_connection: ClassVar[bool] = False
     #: A transaction with no ``begin`` of ours is still one to commit (the driver opened it).
     driver_begins: ClassVar[bool] = True
-    #: The coroutines run on an async engine of the store's URL (else on the store's threads).
-    async_engine: ClassVar[bool] = False
     #: A write transaction holds the store's only write lock from its first statement (SQLite's
     #: ``BEGIN IMMEDIATE``): no row lock is needed to order two writers, and none is taken
     #: (``tenant_admin.admit``).

@@ -30,6 +30,7 @@ from ...engine import (
     resolve_schema,
     wait_ms,
 )
+from ...engine_registry import engine_for
 from ...tenancy import TENANT_SETTING
 
 #: A pooled PostgreSQL connection idle for longer than this (seconds) is pinged, one round trip,
@@ -57,7 +58,8 @@ def make(policy: SessionPolicy, kwargs: dict[str, Any]) -> Engine:
         connect(dbapi_connection, session)
 
     if policy.is_async:  # what create_async_engine does: its sync engine, on the async driver's
-        url = url.set(drivername=f"{url.get_backend_name()}+psycopg_async")
+        driver = engine_for(url.get_backend_name()).async_driver
+        url = url.set(drivername=f"{url.get_backend_name()}+{driver}")
         kwargs["_is_async"] = True
     engine = create_store_engine(url, kwargs)
     # The async API's engine too: its coroutines cost the server what the sync calls cost.

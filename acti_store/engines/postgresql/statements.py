@@ -328,7 +328,6 @@ class PostgresqlEngine(EngineStrategy):
     begin_snapshot = (POSTGRES_BEGIN_SNAPSHOT,)
     begin_snapshot_statement = (POSTGRES_BEGIN_SNAPSHOT_STATEMENT,)
     reads_in_autocommit = True
-    async_engine = True
     count_changes = COUNT_CHANGES
     save_checkpoint = SAVE_CHECKPOINT
     notify_changes = NOTIFY_CHANGES
