@@ -10,7 +10,8 @@ from acti_store.fields import WHEN_SET, marked
 from acti_store.models import UPDATABLE_FIELDS, AgentConfig, AgentMetadata, AgentUpdate
 from acti_store.repository.statements import AGENT_COLUMNS, CONFIG_COLUMNS, model_reader
 from acti_store.schema import ConfigColumns, agent_versions, agents, versions_archive
-from acti_store.tools.schemas import _Args, _with_config_fields
+from acti_store.tools.arguments import _Args
+from acti_store.tools.config_args import _with_config_fields
 
 
 def test_the_updatable_fields_are_the_configuration_but_its_name() -> None:
