@@ -27,67 +27,46 @@ package), building the graph (``create_deep_agent`` compiles it), starting stdio
 Credentials reach only their own category's server, and their values are scrubbed from every text,
 artifact, history record and log line.
 
-Beside this module: ``redaction`` (``Scrubber``), ``servers`` (``ServerPool``), ``stdio``,
-``pool`` (warm sessions), ``gate`` (``ToolGate``), ``background`` (the runs' loop), ``outcome``
-(the run's state and report), ``texts`` and ``results``.
+This module holds ``AgentRunner``: its options, ``run`` and ``run_sync``, and the run's steps in
+order. Beside it: ``pinning`` (what a run runs: step 1), ``chat_model`` (step 2's model),
+``availability`` (steps 2-4: the categories a run can use, the reports when it cannot go on),
+``invocation`` (steps 5-6: the deep agent built and run), ``redaction`` (``Scrubber``),
+``servers`` (``ServerPool``), ``stdio``, ``pool`` (warm sessions, the runner's closing),
+``gate`` (``ToolGate``), ``background`` (the runs' loop), ``outcome`` (the run's state and
+report), ``texts`` and ``results``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from deepagents import create_deep_agent
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
-from langgraph.graph.state import CompiledStateGraph
 
-from ..errors import AgentStoreError, InvalidInputError, ReadOnlyStoreError
-from ..models import DEFAULT_MODEL, TIMEOUT_DEFAULT, Agent, AgentConfig, ExecutionRequest
+from ..errors import AgentStoreError, ReadOnlyStoreError
+from ..models import TIMEOUT_DEFAULT, Agent, AgentConfig, ExecutionRequest
 from ..repository import AgentRepository
-from ..validation import ARGUMENT
 from ..versioning import AgentVersion
-from . import texts
+from . import pinning, texts
+from .availability import check_categories, mcp_error, missing_tools, server_failure
 from .background import compute, in_background, wait_in_background
 from .catalog import McpCatalog
+from .chat_model import ModelFactory, resolve_model
 from .gate import ToolGate
+from .invocation import execute
 from .outcome import CONNECT_TIMEOUT_MAX, CONNECT_TIMEOUT_SHARE, Outcome, RunState, finish
 from .pool import KeepsServers, WarmPool
 from .redaction import MODEL_API_KEYS, REDACTED, Scrubber, model_key_values
-from .results import (
-    EXECUTION_ERROR,
-    EXECUTION_ERROR_NAME,
-    EXECUTION_TIMEOUT,
-    MCP_CONNECTION_ERROR,
-    MCP_ERROR,
-    MCP_TIMEOUT_ERROR,
-    MODEL_ERROR,
-    TIMEOUT,
-    ExecutionResult,
-    RunReport,
-    Unavailable,
-    describe_error,
-)
+from .results import RunReport, describe_error
 from .servers import ServerPool, started
 
 logger = logging.getLogger(__name__)
-
-ModelFactory = Callable[[str], BaseChatModel]
-
-
-def _request(task: str, timeout: float | None, skip_unavailable_tools: bool) -> ExecutionRequest:
-    return ExecutionRequest(
-        task=task,
-        timeout=TIMEOUT_DEFAULT if timeout is None else timeout,
-        skip_unavailable_tools=skip_unavailable_tools,
-    )
 
 
 class AgentRunner(KeepsServers):
@@ -149,9 +128,9 @@ class AgentRunner(KeepsServers):
     ) -> RunReport:
         """``run``, from synchronous code: on the runs' own loop (``background``), as ``run``
         runs it, this thread waiting (also when it runs a loop of its own)."""
-        request = _request(task, timeout, skip_unavailable_tools)
+        request = pinning.request(task, timeout, skip_unavailable_tools)
         self._require_recordable()
-        chosen, pinned = self._pinned(self._repo, agent, version, label, key)
+        chosen, pinned = pinning.pinned(self._repo, agent, version, label, key)
         return wait_in_background(self._perform(chosen, request, pinned))
 
     async def run(
@@ -184,14 +163,13 @@ class AgentRunner(KeepsServers):
         is recorded in its agent's history, and its model calls and tool side effects cannot
         be taken back once that record cannot be written.
         """
-        request = _request(task, timeout, skip_unavailable_tools)
+        request = pinning.request(task, timeout, skip_unavailable_tools)
         self._require_recordable()
-        unpinned = version is None and label is None and key is None
-        if isinstance(agent, AgentVersion) or (isinstance(agent, Agent) and unpinned):
-            chosen, pinned = self._pinned(self._repo, agent, version, label, key)  # no read
+        if pinning.reads_nothing(agent, version, label, key):
+            chosen, pinned = pinning.pinned(self._repo, agent, version, label, key)
         else:  # the store's reads, through its async API
             chosen, pinned = await self._repo.acall(
-                lambda repo: self._pinned(repo, agent, version, label, key)
+                lambda repo: pinning.pinned(repo, agent, version, label, key)
             )
         return await in_background(self._perform(chosen, request, pinned))
 
@@ -199,30 +177,6 @@ class AgentRunner(KeepsServers):
         """Refuse a run its store could not record (opened read-only), before it starts."""
         if self._repo.read_only:
             raise ReadOnlyStoreError.opened_read_only(self._repo.location)
-
-    @staticmethod
-    def _pinned(
-        repo: AgentRepository,
-        agent: Agent | AgentVersion | str,
-        version: int | None,
-        label: str | None,
-        key: str | None,
-    ) -> tuple[AgentConfig, int | None]:
-        """The agent to run (with the pinned version's configuration) and the version pinned,
-        read from ``repo`` (the store, or the twin ``acall`` hands over)."""
-        if isinstance(agent, AgentVersion):
-            if version is not None or label is not None or key is not None:
-                why = "is already pinned by the AgentVersion given as the agent"
-                raise InvalidInputError(ARGUMENT, [("version, label or key", why)])
-            return agent.config, agent.version
-        if version is None and label is None and key is None:
-            return (agent if isinstance(agent, Agent) else repo.get(agent)), None
-        name = agent if isinstance(agent, str) else agent.name
-        if version is not None and key is not None:
-            raise InvalidInputError(ARGUMENT, [("key", "routes by a label, not a version")])
-        pinned = repo.resolve(name, label, key) if version is None else None
-        saved = pinned or repo.get_version(name, version, label=label)
-        return saved.config, saved.version
 
     async def _perform(
         self, agent: AgentConfig, request: ExecutionRequest, pinned: int | None = None
@@ -272,20 +226,9 @@ class AgentRunner(KeepsServers):
             model = await compute(self._resolve_model, state)
         if isinstance(model, Outcome):
             return model
-        self._check_categories(state)
+        check_categories(state)
         if state.unavailable and not skip_unavailable_tools:
-            result = state.result(
-                success=False,
-                error="required tools unavailable: "
-                + ", ".join(u.category for u in state.unavailable),
-                error_type=MCP_ERROR,
-            )
-            unavailable, commands, calls = list(state.unavailable), state.commands, self._calls
-            return Outcome(
-                result,
-                lambda _: texts.render_missing_tools(agent.name, unavailable, commands, calls),
-                recorded=False,
-            )
+            return missing_tools(state, self._calls)
 
         skipped = {u.category for u in state.unavailable}
         specs = {
@@ -300,101 +243,18 @@ class AgentRunner(KeepsServers):
             variables = {c: {n: state.environ.get(n, "") for n in s.env} for c, s in specs.items()}
             servers = self._warm.lease(connections, state.connect_timeout, variables=variables)
         async with servers as (tools_by_category, errors):
-            failures = [self._failure(state, c, errors[c]) for c in connections if c in errors]
+            failures = [server_failure(state, c, errors[c]) for c in connections if c in errors]
             if failures and not skip_unavailable_tools:
-                return self._mcp_error(state, failures)
+                return mcp_error(state, failures, self._calls)
             state.unavailable.extend(failures)
             return await self._execute(state, model, tools_by_category)
 
-    # -- steps -------------------------------------------------------------------------------------
+    # -- steps: this module's ``init_chat_model`` and ``create_deep_agent``, looked up at each
+    # run, so that tests and benchmarks/warm_runs.py can replace them here ---------------------
 
     def _resolve_model(self, state: RunState) -> BaseChatModel | Outcome:
         """The chat model for this run, or the report saying why there is none (not a run)."""
-        agent = state.agent
-        try:
-            if isinstance(self._model, BaseChatModel):
-                return self._model
-            if self._model is not None:
-                return self._model(agent.model)
-            provider = agent.model.split(":", 1)[0]
-            keys = MODEL_API_KEYS.get(provider, ())
-            if keys and not any(state.environ.get(k) for k in keys):
-                problem = texts.MODEL_MISSING_KEY.format(variables=" or ".join(keys))
-                fix = texts.MODEL_FIX_KEY.format(variable=keys[0])
-                return self._model_error(state, problem, fix)
-            return init_chat_model(agent.model)
-        except ImportError as exc:
-            return self._model_error(state, describe_error(exc), texts.MODEL_FIX_INSTALL)
-        except Exception as exc:
-            fix = texts.MODEL_FIX_NAME.format(example=DEFAULT_MODEL)
-            return self._model_error(state, describe_error(exc), fix)
-
-    def _model_error(self, state: RunState, problem: str, fix: str) -> Outcome:
-        agent, calls = state.agent, self._calls
-        result = state.result(success=False, error=problem, error_type=MODEL_ERROR)
-        return Outcome(
-            result,
-            lambda r: texts.render_model_unavailable(
-                agent.name, agent.model, r.error or "", fix, calls
-            ),
-            recorded=False,
-        )
-
-    def _check_categories(self, state: RunState) -> None:
-        for category in state.agent.tools:
-            spec = state.spec(category)
-            if spec is None:
-                logger.warning(
-                    "agent %r asks for tool category %r, which the MCP catalog does not know: "
-                    "skipped",
-                    state.agent.name,
-                    category,
-                )
-                state.unavailable.append(
-                    Unavailable(category, "not_configured", texts.REASON_NOT_CONFIGURED)
-                )
-            elif missing := spec.missing_env(state.environ):
-                state.unavailable.append(
-                    Unavailable(
-                        category, "credentials", texts.reason_credentials(missing), tuple(missing)
-                    )
-                )
-
-    def _failure(self, state: RunState, category: str, error: BaseException) -> Unavailable:
-        if isinstance(error, TimeoutError):
-            reason = texts.REASON_TIMEOUT.format(seconds=state.connect_timeout)
-            failure = Unavailable(category, "timeout", reason)
-        else:
-            reason = texts.REASON_CONNECTION.format(error=state.scrub(describe_error(error)))
-            failure = Unavailable(category, "connection", reason)
-        logger.warning(
-            "MCP server of %r (agent %r): %s", category, state.agent.name, failure.reason
-        )
-        return failure
-
-    def _mcp_error(self, state: RunState, failures: list[Unavailable]) -> Outcome:
-        timed_out = any(f.kind == "timeout" for f in failures)
-        result = state.result(
-            success=False,
-            tools_unavailable=[f.category for f in [*state.unavailable, *failures]],
-            error="; ".join(f"{f.category}: {f.reason}" for f in failures),
-            error_type=MCP_ERROR,
-        )
-        providers, commands = state.providers, state.commands
-
-        def render(r: ExecutionResult) -> str:
-            return texts.render_mcp_error(
-                r,
-                failures,
-                providers=providers,
-                commands=commands,
-                connect_timeout=state.connect_timeout,
-                timeout=state.timeout,
-                calls=self._calls,
-            )
-
-        name = MCP_TIMEOUT_ERROR if timed_out else MCP_CONNECTION_ERROR
-        return Outcome(result, render, error_name=name)
+        return resolve_model(state, self._model, self._calls, init_chat_model)
 
     async def _execute(
         self,
@@ -402,91 +262,12 @@ class AgentRunner(KeepsServers):
         model: BaseChatModel,
         tools_by_category: Mapping[str, Sequence[BaseTool]],
     ) -> Outcome:
-        tools: list[BaseTool] = []
-        categories: dict[str, str] = {}
-        for category, server_tools in tools_by_category.items():
-            for tool in server_tools:
-                if tool.name in categories:
-                    logger.warning(
-                        "tool %r of %r is also offered by %r: the first one is kept",
-                        tool.name,
-                        category,
-                        categories[tool.name],
-                    )
-                    continue
-                categories[tool.name] = category
-                tools.append(tool)
-        gate = ToolGate(state.agent.name, categories, state.scrub)
-        degraded = bool(state.unavailable)
-        remaining = max(state.timeout - state.elapsed, 0.0)
-        deadline = asyncio.timeout(remaining)
-        try:
-            async with deadline:
-                graph: CompiledStateGraph[Any, Any, Any, Any] = await compute(
-                    create_deep_agent,
-                    model=model,
-                    tools=tools,
-                    system_prompt=state.agent.system_prompt,
-                    middleware=[gate],
-                )
-                final = await graph.ainvoke({"messages": [HumanMessage(state.task)]})
-        except TimeoutError as exc:
-            if not deadline.expired():
-                return self._execution_error(state, gate, exc)
-            result = state.result(
-                success=False,
-                tool_calls=gate.calls,
-                tools_used=gate.used,
-                degraded_mode=degraded,
-                error=f"Agent execution timed out after {state.timeout:.1f} seconds",
-                error_type=TIMEOUT,
-            )
-            return Outcome(
-                result,
-                lambda r: texts.render_timeout(r, state.timeout, self._calls),
-                error_name=EXECUTION_TIMEOUT,
-            )
-        except Exception as exc:
-            return self._execution_error(state, gate, exc)
-        messages = final.get("messages", [])
-        last = messages[-1] if messages else None
-        result = state.result(
-            success=True,
-            response=last.text if isinstance(last, AIMessage) else "",
-            tool_calls=gate.calls,
-            tools_used=gate.used,
-            degraded_mode=degraded,
-        )
-        requested, unavailable, providers = (
-            list(state.agent.tools),
-            state.unavailable,
-            state.providers,
-        )
-        return Outcome(
-            result,
-            lambda r: texts.render_success(
-                r, requested=requested, unavailable=unavailable, providers=providers
-            ),
-        )
-
-    def _execution_error(self, state: RunState, gate: ToolGate, exc: BaseException) -> Outcome:
-        result = state.result(
-            success=False,
-            tool_calls=gate.calls,
-            tools_used=gate.used,
-            degraded_mode=bool(state.unavailable),
-            error=describe_error(exc),
-            error_type=EXECUTION_ERROR,
-        )
-        calls = self._calls
-        return Outcome(
-            result,
-            lambda r: texts.render_execution_error(r, calls),
-            error_name=EXECUTION_ERROR_NAME,
-        )
+        """The deep agent built with ``tools_by_category`` and run (``invocation``)."""
+        return await execute(state, model, tools_by_category, self._calls, create_deep_agent)
 
 
-# The scrubber, the server pool and the tool gate stay importable from here, where they lived.
+# The scrubber, the server pool, the tool gate and the model factory's type stay importable from
+# here, where they lived.
 __all__ = [
     "CONNECT_TIMEOUT_MAX",
     "CONNECT_TIMEOUT_SHARE",
