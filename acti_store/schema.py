@@ -14,7 +14,7 @@ How the fields are stored, so that every search filter runs in SQL with an index
   becomes ``tools_mask IN (<every mask that contains them>)``: at most 32 values, index-served.
 * ``tags`` is a JSON list on the agent row (for display) and one row per tag in ``agent_tags``
   (primary key ``(tag, agent_id)``), so "has ALL these tags" is an indexed lookup per tag (past
-  four, one count of the agent's tags among the rest: ``repository.search._has_tags``).
+  four, one count of the agent's tags among the rest: ``repository.search_filters._has_tags``).
 * The history lives in ``executions``; ``id`` orders records (newest = highest), the index
   ``(agent_id, id)`` makes the FIFO trim and "newest N" reads flat as history grows. A history kept
   after its agent is deleted has ``agent_id`` NULL and keeps ``agent_name`` (an archive).

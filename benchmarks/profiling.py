@@ -51,7 +51,7 @@ LAYERS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("SQLAlchemy: engine / connection", ("sqlalchemy/",)),
     ("pydantic (validation, construct, copy)", ("pydantic",)),
     ("acti_store: store policy (events, BEGIN)", ("acti_store/engine.py",)),
-    ("acti_store: fast SQL path (sqlexec)", ("acti_store/sqlexec.py",)),
+    ("acti_store: fast SQL path (sqlexec)", ("acti_store/sqlexec.py", "acti_store/prepared.py")),
     ("acti_store: repository code", ("acti_store/",)),
     ("datetime / json / re", ("datetime", "/json/", "/re/", "_strptime", "fromisoformat")),
     ("benchmark loop", ("benchmarks/",)),

@@ -181,7 +181,7 @@ _PROBES: Final = {count: _probe(count) for count in range(1, TRIGRAM_PROBE_MAX +
 
 class MariadbTrigramIndex:
     """``agent_trigrams``, probed for the words of three characters or more, up to
-    ``TRIGRAM_PROBE_CAP`` candidates (``search._text_values``). Exact in every transaction, so
+    ``TRIGRAM_PROBE_CAP`` candidates (``search_text._text_values``). Exact in every transaction, so
     no agent is left for the search to test apart (``changed_ids``)."""
 
     min_word: int = 3

@@ -87,7 +87,7 @@ WALK_SECONDS: Final = 0.002
 
 class FtsTrigramIndex:
     """``agents_fts``, probed for the words of three characters or more, up to
-    ``FTS_PROBE_CAP`` matches among the agents outside the log (``search._text_values``).
+    ``FTS_PROBE_CAP`` matches among the agents outside the log (``search_text._text_values``).
     A search walks first (``walk``): a word common enough to fill the probe's cap fills a page
     soon in any order, and then the probe is not run at all."""
 
