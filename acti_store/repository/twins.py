@@ -1,48 +1,98 @@
-"""The ``a``-prefixed coroutine twins of ``AgentRepository``'s methods.
+"""The ``a``-prefixed coroutine twins of ``AgentRepository``'s methods, derived from the port.
 
-One line each: ``acall`` of the sync method (``aiterate`` for the iterators), so a twin has the
-sync method's arguments, result and errors, and no rule or statement exists twice. A new store
-operation gets its twin here.
+Each twin is one line, ``aget = twin(RepositoryPort.get)``: a coroutine that runs the sync
+method's own code through ``acall`` (``iteration``: an async iterator through ``aiterate``),
+made from the method's signature as its line would be written by hand, so it has the sync
+method's parameters (for a call, for ``inspect``, and for type checkers, which read them
+through ``ParamSpec``), result and errors, and its docstring; no rule, statement or signature
+exists twice. A new store operation gets its twin here, in one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+import inspect
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from ..models import (
-    HISTORY_LIMIT_DEFAULT,
-    Agent,
-    AgentConfig,
-    AgentUpdate,
-    ExecutionHistory,
-    ExecutionRecord,
-    ExecutionStats,
-    SearchQuery,
-)
+from .port import RepositoryPort
 
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    from ..changes import Change
-    from ..versioning import (
-        AgentVersion,
-        ConfigDiff,
-        LabelGate,
-        LabelMove,
-        VersionComparison,
-        VersionLog,
-    )
-    from .arguments import ConflictPolicy
-    from .port import (
-        BulkPutResult,
-        ImportItem,
-        RepositoryPort,
-        SearchPage,
-        UpdateResult,
-    )
-
+P = ParamSpec("P")
+R = TypeVar("R")
 T = TypeVar("T")
+
+
+def twin(
+    method: Callable[Concatenate[Any, P], R],
+) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """The coroutine twin of the port's ``method``: ``await self.acall(...)`` of it."""
+    signature = inspect.signature(method)
+    made: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]] = _made(
+        method, signature, "async def", "await self.acall"
+    )
+    return made
+
+
+def iteration(
+    method: Callable[Concatenate[Any, P], Iterator[T]],
+) -> Callable[Concatenate[Any, P], AsyncIterator[T]]:
+    """The async iterator twin of the port's iterator ``method`` (``aiterate`` of it)."""
+    signature = inspect.signature(method)
+    returns = f"Async{signature.return_annotation}"  # Iterator[X] -> AsyncIterator[X]
+    made: Callable[Concatenate[Any, P], AsyncIterator[T]] = _made(
+        method, signature.replace(return_annotation=returns), "def", "self.aiterate"
+    )
+    return made
+
+
+class _Default:
+    """A parameter's default in the twin's source: the name it is bound to there."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _made(method: Callable[..., Any], signature: inspect.Signature, define: str, run: str) -> Any:
+    """The twin of ``method``, written as its one line would be by hand (``async def aget(self,
+    name): return await self.acall(lambda repo: repo.get(name))``) and compiled once: its
+    parameters are the method's, so a call with wrong arguments fails where it is made, as the
+    method's own call would, and nothing is added to a call's cost. Named, documented and signed
+    (``inspect.signature``) as ``method``'s twin."""
+    name = method.__name__
+    defaults: dict[str, Any] = {}
+    parameters, arguments = [], []
+    for index, parameter in enumerate(signature.parameters.values()):
+        if parameter.default is not parameter.empty:
+            defaults[f"_d{index}"] = parameter.default
+            parameter = parameter.replace(default=_Default(f"_d{index}"))
+        parameters.append(parameter.replace(annotation=parameter.empty))
+        if index == 0:  # self
+            continue
+        kind = parameter.kind
+        arguments.append(
+            f"*{parameter.name}"
+            if kind is parameter.VAR_POSITIONAL
+            else f"**{parameter.name}"
+            if kind is parameter.VAR_KEYWORD
+            else f"{parameter.name}={parameter.name}"
+            if kind is parameter.KEYWORD_ONLY
+            else parameter.name
+        )
+    bare = signature.replace(parameters=parameters, return_annotation=signature.empty)
+    source = (
+        f"{define} a{name}{bare}:\n"
+        f"    return {run}(lambda repo: repo.{name}({', '.join(arguments)}))\n"
+    )
+    namespace = dict(defaults)
+    exec(compile(source, f"<twin of {name}>", "exec"), namespace)
+    function = namespace[f"a{name}"]
+    function.__qualname__ = f"AsyncTwins.a{name}"
+    function.__module__ = __name__
+    function.__doc__ = method.__doc__
+    function.__signature__ = signature
+    return function
 
 
 class AsyncTwins:
@@ -54,240 +104,50 @@ class AsyncTwins:
 
         def aiterate(self, start: Callable[[RepositoryPort], Iterator[T]]) -> AsyncIterator[T]: ...
 
-    async def acreate(
-        self, config: AgentConfig | Mapping[str, Any], message: str | None = None
-    ) -> Agent:
-        return await self.acall(lambda r: r.create(config, message))
-
-    async def aget(self, name: str) -> Agent:
-        return await self.acall(lambda r: r.get(name))
-
-    async def aexists(self, name: str) -> bool:
-        return await self.acall(lambda r: r.exists(name))
-
-    async def alist_agents(self) -> list[Agent]:
-        return await self.acall(lambda r: r.list_agents())
-
-    async def alist_names(self) -> list[str]:
-        return await self.acall(lambda r: r.list_names())
-
-    async def aupdate(
-        self,
-        name: str,
-        changes: AgentUpdate | Mapping[str, Any],
-        expected_version: int | None = None,
-        message: str | None = None,
-    ) -> Agent:
-        return await self.acall(lambda r: r.update(name, changes, expected_version, message))
-
-    async def aupdate_returning_previous(
-        self,
-        name: str,
-        changes: AgentUpdate | Mapping[str, Any],
-        expected_version: int | None = None,
-        message: str | None = None,
-    ) -> UpdateResult:
-        return await self.acall(
-            lambda r: r.update_returning_previous(name, changes, expected_version, message)
-        )
-
-    async def adelete(self, name: str, delete_history: bool = True) -> Agent:
-        return await self.acall(lambda r: r.delete(name, delete_history))
-
-    async def aclone(
-        self,
-        source_name: str,
-        new_name: str,
-        description: str | None = None,
-        tags: list[str] | None = None,
-    ) -> Agent:
-        return await self.acall(lambda r: r.clone(source_name, new_name, description, tags))
-
-    async def asearch(self, query: SearchQuery | Mapping[str, Any]) -> list[Agent]:
-        return await self.acall(lambda r: r.search(query))
-
-    async def acount(self, query: SearchQuery | Mapping[str, Any]) -> int:
-        return await self.acall(lambda r: r.count(query))
-
-    async def asearch_page(
-        self, query: SearchQuery | Mapping[str, Any], cursor: str | None = None
-    ) -> SearchPage:
-        return await self.acall(lambda r: r.search_page(query, cursor))
-
-    def aiter_agents(self, page_size: int = 500) -> AsyncIterator[Agent]:
-        return self.aiterate(lambda r: r.iter_agents(page_size))
-
-    async def acount_by_stratum(self) -> dict[str | None, int]:
-        return await self.acall(lambda r: r.count_by_stratum())
-
-    async def afirst_by_stratum(self, limit: int) -> dict[str | None, list[Agent]]:
-        return await self.acall(lambda r: r.first_by_stratum(limit))
-
-    async def arecord_execution(
-        self, name: str, record: ExecutionRecord | Mapping[str, Any], *, version: int | None = None
-    ) -> None:
-        return await self.acall(lambda r: r.record_execution(name, record, version=version))
-
-    async def aget_history(
-        self, name: str, limit: int = HISTORY_LIMIT_DEFAULT, errors_only: bool = False
-    ) -> ExecutionHistory:
-        return await self.acall(lambda r: r.get_history(name, limit, errors_only))
-
-    async def aget_with_history(self, name: str) -> tuple[Agent, ExecutionHistory]:
-        return await self.acall(lambda r: r.get_with_history(name))
-
-    async def aexecution_stats(self, name: str) -> ExecutionStats:
-        return await self.acall(lambda r: r.execution_stats(name))
-
-    async def aarchived_history(self, name: str) -> ExecutionHistory:
-        return await self.acall(lambda r: r.archived_history(name))
-
-    def aiter_export(
-        self, page_size: int = 500
-    ) -> AsyncIterator[tuple[Agent, ExecutionHistory | None]]:
-        return self.aiterate(lambda r: r.iter_export(page_size))
-
-    def aiter_export_versions(
-        self, page_size: int = 500
-    ) -> AsyncIterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
-        return self.aiterate(lambda r: r.iter_export_versions(page_size))
-
-    async def abulk_put(
-        self,
-        items: Sequence[ImportItem],
-        on_conflict: ConflictPolicy = "skip",
-        *,
-        force: bool = False,
-        note: str | None = None,
-    ) -> BulkPutResult:
-        return await self.acall(lambda r: r.bulk_put(items, on_conflict, force=force, note=note))
-
-    async def abulk_put_stream(
-        self,
-        items: Callable[[], Iterable[ImportItem]],
-        on_conflict: ConflictPolicy = "skip",
-        *,
-        keep_names: bool = True,
-        force: bool = False,
-        note: str | None = None,
-    ) -> BulkPutResult:
-        return await self.acall(
-            lambda r: r.bulk_put_stream(
-                items, on_conflict, keep_names=keep_names, force=force, note=note
-            )
-        )
-
-    async def aversions(self, name: str, *, limit: int | None = None) -> list[AgentVersion]:
-        return await self.acall(lambda r: r.versions(name, limit=limit))
-
-    async def aget_version(
-        self, name: str, version: int | None = None, *, label: str | None = None
-    ) -> AgentVersion:
-        return await self.acall(lambda r: r.get_version(name, version, label=label))
-
-    async def adiff(self, name: str, from_version: int, to_version: int) -> ConfigDiff:
-        return await self.acall(lambda r: r.diff(name, from_version, to_version))
-
-    async def arollback(
-        self,
-        name: str,
-        to_version: int,
-        *,
-        expected_version: int | None = None,
-        message: str | None = None,
-    ) -> Agent:
-        return await self.acall(
-            lambda r: r.rollback(
-                name, to_version, expected_version=expected_version, message=message
-            )
-        )
-
-    async def aset_label(
-        self,
-        name: str,
-        label: str,
-        version: int | Mapping[int, int],
-        *,
-        expected_version: int | Mapping[int, int] | None = None,
-        note: str | None = None,
-        force: bool = False,
-    ) -> None:
-        return await self.acall(
-            lambda r: r.set_label(
-                name, label, version, expected_version=expected_version, note=note, force=force
-            )
-        )
-
-    async def arollback_label(
-        self, name: str, label: str, *, note: str | None = None, force: bool = False
-    ) -> dict[int, int] | None:
-        return await self.acall(lambda r: r.rollback_label(name, label, note=note, force=force))
-
-    async def alabel_weights(self, name: str) -> dict[str, dict[int, int]]:
-        return await self.acall(lambda r: r.label_weights(name))
-
-    async def aresolve(
-        self, name: str, label: str | None = None, key: str | None = None
-    ) -> AgentVersion:
-        return await self.acall(lambda r: r.resolve(name, label, key))
-
-    async def acompare_versions(self, name: str, a: int, b: int) -> VersionComparison:
-        return await self.acall(lambda r: r.compare_versions(name, a, b))
-
-    async def aprotect_label(
-        self,
-        name: str,
-        label: str,
-        *,
-        min_runs: int = 0,
-        min_success_rate: float = 0.0,
-        max_mean_duration: float | None = None,
-    ) -> None:
-        return await self.acall(
-            lambda r: r.protect_label(
-                name,
-                label,
-                min_runs=min_runs,
-                min_success_rate=min_success_rate,
-                max_mean_duration=max_mean_duration,
-            )
-        )
-
-    async def aunprotect_label(self, name: str, label: str) -> bool:
-        return await self.acall(lambda r: r.unprotect_label(name, label))
-
-    async def alabel_gates(self, name: str) -> dict[str, LabelGate]:
-        return await self.acall(lambda r: r.label_gates(name))
-
-    async def aremove_label(self, name: str, label: str, *, note: str | None = None) -> None:
-        return await self.acall(lambda r: r.remove_label(name, label, note=note))
-
-    async def alabels(self, name: str) -> dict[str, int]:
-        return await self.acall(lambda r: r.labels(name))
-
-    async def alabel_history(self, name: str) -> list[LabelMove]:
-        return await self.acall(lambda r: r.label_history(name))
-
-    async def aversion_stats(self, name: str) -> dict[int, ExecutionStats]:
-        return await self.acall(lambda r: r.version_stats(name))
-
-    async def aversion_log(self, name: str) -> VersionLog:
-        return await self.acall(lambda r: r.version_log(name))
-
-    async def aprune_versions(self, name: str, keep: int) -> int:
-        return await self.acall(lambda r: r.prune_versions(name, keep))
-
-    async def achanges(self, after: int | None = None, limit: int = 100) -> list[Change]:
-        return await self.acall(lambda r: r.changes(after, limit))
-
-    async def alast_change(self) -> int:
-        return await self.acall(lambda r: r.last_change())
-
-    async def aprune_changes(self, before: datetime) -> int:
-        return await self.acall(lambda r: r.prune_changes(before))
-
-    async def acheckpoint(self, name: str) -> int | None:
-        return await self.acall(lambda r: r.checkpoint(name))
-
-    async def asave_checkpoint(self, name: str, seq: int) -> None:
-        await self.acall(lambda r: r.save_checkpoint(name, seq))
+    acreate = twin(RepositoryPort.create)
+    aget = twin(RepositoryPort.get)
+    aexists = twin(RepositoryPort.exists)
+    alist_agents = twin(RepositoryPort.list_agents)
+    alist_names = twin(RepositoryPort.list_names)
+    aupdate = twin(RepositoryPort.update)
+    aupdate_returning_previous = twin(RepositoryPort.update_returning_previous)
+    adelete = twin(RepositoryPort.delete)
+    aclone = twin(RepositoryPort.clone)
+    asearch = twin(RepositoryPort.search)
+    acount = twin(RepositoryPort.count)
+    asearch_page = twin(RepositoryPort.search_page)
+    aiter_agents = iteration(RepositoryPort.iter_agents)
+    acount_by_stratum = twin(RepositoryPort.count_by_stratum)
+    afirst_by_stratum = twin(RepositoryPort.first_by_stratum)
+    arecord_execution = twin(RepositoryPort.record_execution)
+    aget_history = twin(RepositoryPort.get_history)
+    aget_with_history = twin(RepositoryPort.get_with_history)
+    aexecution_stats = twin(RepositoryPort.execution_stats)
+    aarchived_history = twin(RepositoryPort.archived_history)
+    aiter_export = iteration(RepositoryPort.iter_export)
+    aiter_export_versions = iteration(RepositoryPort.iter_export_versions)
+    abulk_put = twin(RepositoryPort.bulk_put)
+    abulk_put_stream = twin(RepositoryPort.bulk_put_stream)
+    aversions = twin(RepositoryPort.versions)
+    aget_version = twin(RepositoryPort.get_version)
+    adiff = twin(RepositoryPort.diff)
+    arollback = twin(RepositoryPort.rollback)
+    aset_label = twin(RepositoryPort.set_label)
+    arollback_label = twin(RepositoryPort.rollback_label)
+    alabel_weights = twin(RepositoryPort.label_weights)
+    aresolve = twin(RepositoryPort.resolve)
+    acompare_versions = twin(RepositoryPort.compare_versions)
+    aprotect_label = twin(RepositoryPort.protect_label)
+    aunprotect_label = twin(RepositoryPort.unprotect_label)
+    alabel_gates = twin(RepositoryPort.label_gates)
+    aremove_label = twin(RepositoryPort.remove_label)
+    alabels = twin(RepositoryPort.labels)
+    alabel_history = twin(RepositoryPort.label_history)
+    aversion_stats = twin(RepositoryPort.version_stats)
+    aversion_log = twin(RepositoryPort.version_log)
+    aprune_versions = twin(RepositoryPort.prune_versions)
+    achanges = twin(RepositoryPort.changes)
+    alast_change = twin(RepositoryPort.last_change)
+    aprune_changes = twin(RepositoryPort.prune_changes)
+    acheckpoint = twin(RepositoryPort.checkpoint)
+    asave_checkpoint = twin(RepositoryPort.save_checkpoint)
