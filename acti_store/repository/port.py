@@ -14,7 +14,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self
 
 from pydantic import ValidationError
 
@@ -29,7 +29,7 @@ from .items import ImportOutcome as ImportOutcome
 from .port_core import AgentsPort, RunsPort, SearchPort
 from .port_core import SearchPage as SearchPage
 from .port_core import UpdateResult as UpdateResult
-from .port_parts import ChangesPort, InterchangePort, RoutingPort
+from .port_parts import PARTS, ChangesPort, InterchangePort, RoutingPort, missing_methods
 
 Clock = Callable[[], datetime]
 
@@ -74,6 +74,33 @@ class RepositoryPort(AgentsPort, SearchPort, RunsPort, InterchangePort, RoutingP
     (``config``, ``changes``, ``record``, ``query``) is that model or a mapping validated into
     it, every problem listed.
     """
+
+    #: The optional parts of the port this store has (``port_parts.PARTS``: ``interchange``,
+    #: ``versions``, ``routing``, ``changes``). A store declares them (``parts =
+    #: frozenset({"versions"})``), and its class is refused (``TypeError``) when it leaves a
+    #: method of a part it declares unimplemented; a store that declares none has those it
+    #: implements every method of. The conformance kit tests the parts a store has.
+    parts: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("parts")
+        if declared is None:
+            cls.parts = frozenset(part for part in PARTS if not missing_methods(cls, part))
+            return
+        unknown = sorted(set(declared) - set(PARTS))
+        if unknown:
+            raise TypeError(
+                f"{cls.__name__}.parts names no part of the port: {', '.join(unknown)} (the "
+                f"parts are {', '.join(PARTS)})"
+            )
+        for part in sorted(declared):
+            if missing := missing_methods(cls, part):
+                raise TypeError(
+                    f"{cls.__name__} declares the part {part!r} but does not implement "
+                    f"{', '.join(missing)}"
+                )
+        cls.parts = frozenset(declared)
 
     mirror: Mirror | None = None
     #: Opened with ``read_only=True``: every write raises ``ReadOnlyStoreError``

@@ -8,9 +8,9 @@ store without routing or a change feed raises ``NotImplementedError`` from their
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import Final
 
 from ..changes import Change
 from ..models import (
@@ -34,23 +34,27 @@ from .items import ImportItem as ImportItem
 from .items import ImportOutcome as ImportOutcome
 
 
-class InterchangePort(ABC):
+class InterchangePort:
     """What export and import read and write: every agent with its history (and its version
-    log) from one snapshot, and many agents put in one transaction."""
+    log) from one snapshot, and many agents put in one transaction (optional: a store without
+    it raises ``NotImplementedError``)."""
 
-    @abstractmethod
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
         """Every agent with its history (None when never run), streamed page by page, all from
         one snapshot of the store."""
+        raise NotImplementedError(
+            f"{type(self).__name__} reads and writes no bulk export or import"
+        )
 
-    @abstractmethod
     def iter_export_versions(
         self, page_size: int = 500
     ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
         """``iter_export`` with each agent's ``version_log``, all from the same one snapshot:
         the log holds the agent's own version, whatever is updated or pruned meanwhile."""
+        raise NotImplementedError(
+            f"{type(self).__name__} reads and writes no bulk export or import"
+        )
 
-    @abstractmethod
     def bulk_put(
         self,
         items: Sequence[ImportItem],
@@ -64,6 +68,9 @@ class InterchangePort(ABC):
         checked before anything is written (``InvalidInputError`` naming them). An agent
         replaced keeps its protected labels and its gates (``ProtectedImportError``), unless
         ``force`` with a ``note`` saying why: each of their moves is then logged forced."""
+        raise NotImplementedError(
+            f"{type(self).__name__} reads and writes no bulk export or import"
+        )
 
     def bulk_put_stream(
         self,
@@ -82,27 +89,26 @@ class InterchangePort(ABC):
         return self.bulk_put(list(items()), checked_policy(on_conflict), force=force, note=note)
 
 
-class VersionsPort(ABC):
+class VersionsPort:
     """Configuration versions and labels (``acti_store.versioning``). Each method raises
     ``AgentNotFoundError`` for an unknown agent; arguments out of their rules are
-    ``InvalidInputError``s."""
+    ``InvalidInputError``s (optional: a store without them raises ``NotImplementedError``)."""
 
-    @abstractmethod
     def versions(self, name: str, *, limit: int | None = None) -> list[AgentVersion]:
         """The stored snapshots, newest first (at most ``limit``)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
-    @abstractmethod
     def get_version(
         self, name: str, version: int | None = None, *, label: str | None = None
     ) -> AgentVersion:
         """One snapshot: by number, by label, else the current one. Raises
         ``VersionNotFoundError`` (never made, or pruned), ``LabelNotFoundError``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
-    @abstractmethod
     def diff(self, name: str, from_version: int, to_version: int) -> ConfigDiff:
         """What changed from one stored version to another. Raises ``VersionNotFoundError``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
-    @abstractmethod
     def rollback(
         self,
         name: str,
@@ -114,8 +120,8 @@ class VersionsPort(ABC):
         """A new version (current + 1) with ``to_version``'s configuration. Raises
         ``VersionNotFoundError``, ``VersionConflictError`` (``expected_version`` is not the
         current one), ``NoChangesError`` (the configuration is already that)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
-    @abstractmethod
     def set_label(
         self,
         name: str,
@@ -133,22 +139,23 @@ class VersionsPort(ABC):
         (``protect_label``) checks every version the move sends a share to:
         ``GateRefusedError`` unless ``force=True`` with a ``note`` saying why (logged as
         forced)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
-    @abstractmethod
     def remove_label(self, name: str, label: str, *, note: str | None = None) -> None:
         """Remove a label (the removal is logged). Raises ``LabelNotFoundError``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
-    @abstractmethod
     def labels(self, name: str) -> dict[str, int]:
         """Each label of the agent and the version it points at, by label."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
-    @abstractmethod
     def label_history(self, name: str) -> list[LabelMove]:
         """Every set, move and removal of the agent's labels, newest first."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
-    @abstractmethod
     def version_stats(self, name: str) -> dict[int, ExecutionStats]:
         """Lifetime run statistics per version that ran (exact over every run), by version."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
     def version_log(self, name: str) -> VersionLog:
         """Every snapshot (newest first), the labels and the label log of an agent: what its
@@ -158,11 +165,11 @@ class VersionsPort(ABC):
             label_history=self.label_history(name),
         )  # fmt: skip
 
-    @abstractmethod
     def prune_versions(self, name: str, keep: int) -> int:
         """Keep the ``keep`` newest snapshots besides the current and the labelled ones (always
         kept, and so is every version a split sends a share to); returns how many were
         removed. Run statistics stay."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
 
 class RoutingPort(VersionsPort):
@@ -257,3 +264,47 @@ class ChangesPort:
     ) -> AsyncIterator[Change]:
         """``watch`` as an async iterator: its waits never hold up the event loop."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+
+#: The optional parts of the port, and the methods a store implements to have each: those
+#: whose default here raises ``NotImplementedError`` (``RepositoryPort.parts``).
+PARTS: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
+    "interchange": (InterchangePort, ("iter_export", "iter_export_versions", "bulk_put")),
+    "versions": (
+        VersionsPort,
+        (
+            "versions",
+            "get_version",
+            "diff",
+            "rollback",
+            "set_label",
+            "remove_label",
+            "labels",
+            "label_history",
+            "version_stats",
+            "prune_versions",
+        ),
+    ),
+    "routing": (
+        RoutingPort,
+        (
+            "resolve",
+            "rollback_label",
+            "compare_versions",
+            "protect_label",
+            "unprotect_label",
+            "label_gates",
+        ),
+    ),
+    "changes": (
+        ChangesPort,
+        ("changes", "last_change", "prune_changes", "checkpoint", "save_checkpoint", "watch"),
+    ),
+}
+
+
+def missing_methods(store: type, part: str) -> list[str]:
+    """The methods of ``part`` that the class ``store`` does not implement (left at the
+    port's default)."""
+    port, names = PARTS[part]
+    return [name for name in names if getattr(store, name) is getattr(port, name)]

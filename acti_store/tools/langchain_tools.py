@@ -150,7 +150,14 @@ def make_builder_tools(
 def make_version_tools(repo: AgentRepository) -> list[BaseTool]:
     """The six version tools bound to ``repo``: ``list_agent_versions``,
     ``diff_agent_versions``, ``rollback_agent_config``, ``set_agent_label`` (a version, or a
-    weighted split), ``rollback_agent_label`` and ``compare_agent_versions``."""
+    weighted split), ``rollback_agent_label`` and ``compare_agent_versions``. ``TypeError``
+    for a store without the ``versions`` part of the port (``RepositoryPort.parts``)."""
+    parts = getattr(type(repo), "parts", None)  # a port's; tools bound to no store yet: None
+    if parts is not None and "versions" not in parts:
+        raise TypeError(
+            f"{type(repo).__name__} keeps no configuration versions (it has no 'versions' "
+            "part): the version tools need a store that has"
+        )
     return version_tools(BuilderTools(lambda: repo))
 
 

@@ -15,11 +15,13 @@ totals, search filters, sorts, limits and tags, paging, errors by type, versions
 their log, export and import. It uses only the public ``AgentRepository`` API and the store's
 own clock (``repo.now()``), never SQL and never a sleep.
 
-Optional groups switch on with class attributes: ``supports_async`` (on by default: every
-``AgentRepository`` has its coroutine twins), ``supports_processes`` (several handles on one
-store; define ``open_again(repo)`` too), ``supports_changes`` (the change feed) and
-``supports_routing`` (split labels, gates, label rollbacks). A test of a group that is off is
-skipped, saying so.
+The groups of the port's optional parts run for the parts the store has
+(``RepositoryPort.parts``: ``versions``, ``interchange``, ``changes``, ``routing``), and switch on
+with class attributes too (``supports_versions``, ``supports_interchange``, ``supports_changes``,
+``supports_routing``); ``supports_async`` (on by default: every ``AgentRepository`` has its
+coroutine twins) and ``supports_processes`` (several handles on one store; define
+``open_again(repo)`` too) are the kit's own. A test of a group that is off is skipped, saying
+so.
 
 The kit needs pytest: ``pip install "acti-store[dev]"`` or ``pip install pytest``. Importing
 ``acti_store`` never imports it; importing this module does.

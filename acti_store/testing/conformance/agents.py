@@ -251,9 +251,10 @@ class ErrorTypes(ConformanceBase):
             "get_history": lambda: repo.get_history("ghost"),
             "get_with_history": lambda: repo.get_with_history("ghost"),
             "execution_stats": lambda: repo.execution_stats("ghost"),
-            "versions": lambda: repo.versions("ghost"),
-            "labels": lambda: repo.labels("ghost"),
         }
+        if self.supports_versions or "versions" in self.parts:
+            calls["versions"] = lambda: repo.versions("ghost")
+            calls["labels"] = lambda: repo.labels("ghost")
         for method, call in calls.items():
             with refused(AgentNotFoundError, f"ERRORS: {method} of a missing agent") as refusal:
                 call()

@@ -16,6 +16,7 @@ import pytest
 
 from ...models import AgentConfig, ExecutionRecord
 from ...repository import AgentRepository
+from ...repository.port_parts import PARTS
 
 E = TypeVar("E", bound=BaseException)
 
@@ -93,8 +94,9 @@ class ConformanceBase(ABC):
     """The fixture and switches of ``RepositoryConformance``.
 
     Subclass ``RepositoryConformance`` (not this), name the subclass ``Test...`` so pytest
-    collects it, and define ``make_repository``. Switch the optional groups with the class
-    attributes below.
+    collects it, and define ``make_repository``. The groups of the port's optional parts run
+    for the parts the store has (``RepositoryPort.parts``: the ones it declares, else the ones
+    it implements every method of); the class attributes below switch groups on too.
     """
 
     #: The async twins (``aget``, ``acreate``, ...). ``AgentRepository`` gives every adapter
@@ -109,6 +111,12 @@ class ConformanceBase(ABC):
     #: Labels that route and protect (splits, ``resolve``, gates, ``rollback_label``). Off by
     #: default: a port without them raises ``NotImplementedError``.
     supports_routing: ClassVar[bool] = False
+    #: Configuration versions and labels; on for a store that has the ``versions`` part.
+    supports_versions: ClassVar[bool] = False
+    #: The export's streams and the bulk put; on for a store with the ``interchange`` part.
+    supports_interchange: ClassVar[bool] = False
+    #: The parts of the store under test (set by the ``repo`` fixture).
+    parts: frozenset[str] = frozenset()
 
     @abstractmethod
     def make_repository(self) -> AgentRepository:
@@ -123,12 +131,17 @@ class ConformanceBase(ABC):
     def repo(self) -> Iterator[AgentRepository]:
         """A fresh, empty store from ``make_repository``, closed after the test."""
         repository = self.make_repository()
+        self.parts = type(repository).parts
         try:
             yield repository
         finally:
             repository.close()
 
     def requires(self, switch: str) -> None:
-        """Skip the test unless the class attribute ``switch`` is true."""
-        if not getattr(self, switch):
-            pytest.skip(f"{type(self).__name__}.{switch} is False: this optional group is off")
+        """Skip the test unless the class attribute ``switch`` is true, or (for a switch of
+        one of the port's optional parts, ``supports_<part>``) the store has that part."""
+        part = switch.removeprefix("supports_")
+        if getattr(self, switch) or part in self.parts:
+            return
+        has = f" and the store has no part {part!r}" if part in PARTS else ""
+        pytest.skip(f"{type(self).__name__}.{switch} is False{has}: this optional group is off")

@@ -15,6 +15,7 @@ from .versions import three_versions
 
 class InterchangeRules(ConformanceBase):
     def test_iter_export_streams_every_agent_with_its_history(self, repo: AgentRepository) -> None:
+        self.requires("supports_interchange")
         repo.create(make_config("never_run"))
         repo.create(make_config())
         run(repo, "lead_qualifier", "one")
@@ -31,6 +32,7 @@ class InterchangeRules(ConformanceBase):
         )
 
     def test_bulk_put_is_all_or_nothing(self, repo: AgentRepository) -> None:
+        self.requires("supports_interchange")
         existing = repo.create(make_config())
         newcomer = existing.model_copy(update={"name": "newcomer"})
         before = snapshot(repo)
@@ -56,6 +58,7 @@ class InterchangeRules(ConformanceBase):
     def test_json_round_trip_between_two_stores(
         self, repo: AgentRepository, tmp_path: Path
     ) -> None:
+        self.requires("supports_interchange")
         three_versions(repo)
         repo.set_label("lead_qualifier", "production", 2, note="reviewed")
         for i in range(3):

@@ -128,6 +128,7 @@ class ProcessRules(ConformanceBase):
 class ChangeFeedRules(ConformanceBase):
     def test_every_write_appends_one_change_in_commit_order(self, repo: AgentRepository) -> None:
         self.requires("supports_changes")
+        self.requires("supports_versions")  # a label's move is one of the changes
         repo.create(make_config())
         repo.update("lead_qualifier", {"model": "openai:gpt-4o"})
         repo.set_label("lead_qualifier", "production", 2)

@@ -24,6 +24,7 @@ def three_versions(repo: AgentRepository) -> None:
 
 class VersionRules(ConformanceBase):
     def test_every_write_stores_a_snapshot(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         three_versions(repo)
         versions = repo.versions("lead_qualifier")
         found = [(v.version, v.message) for v in versions]
@@ -40,6 +41,7 @@ class VersionRules(ConformanceBase):
         assert repo.get_version("lead_qualifier", 2) == versions[1], "VERSIONS: by number"
 
     def test_rollback_writes_a_new_version(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         three_versions(repo)
         before = repo.get_version("lead_qualifier", 1)
         agent = repo.rollback("lead_qualifier", 1, expected_version=3)
@@ -61,6 +63,7 @@ class VersionRules(ConformanceBase):
         assert message == "prompt 2 was better", f"VERSIONS: the rollback's message: {message}"
 
     def test_diff_names_each_changed_field(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         three_versions(repo)
         diff = repo.diff("lead_qualifier", 1, 3)
         fields = [c.field for c in diff.changes]
@@ -76,6 +79,7 @@ class VersionRules(ConformanceBase):
             repo.diff("lead_qualifier", 1, 4)
 
     def test_lookups_raise_by_type(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         three_versions(repo)
         with refused(VersionNotFoundError, "ERRORS: a version never made: VersionNotFoundError"):
             repo.get_version("lead_qualifier", 9)
@@ -87,6 +91,7 @@ class VersionRules(ConformanceBase):
             repo.get_version("lead_qualifier", 0)
 
     def test_runs_are_counted_per_version(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         repo.create(make_config())
         run(repo, "lead_qualifier", duration=1.0)
         repo.update("lead_qualifier", {"description": "Second version of this agent"})
@@ -108,6 +113,7 @@ class VersionRules(ConformanceBase):
         assert total == 4, f"VERSIONS: the refused run is not counted: {total} runs"
 
     def test_prune_keeps_the_current_and_labelled_versions(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         repo.create(make_config())
         for k in range(2, 9):
             repo.update("lead_qualifier", {"description": f"Version number {k} of it"})
@@ -124,6 +130,7 @@ class VersionRules(ConformanceBase):
             repo.prune_versions("lead_qualifier", -1)
 
     def test_delete_and_clone_start_versions_over(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         three_versions(repo)
         repo.set_label("lead_qualifier", "production", 2)
         repo.clone("lead_qualifier", "lead_copy")
@@ -143,6 +150,7 @@ class VersionRules(ConformanceBase):
 
 class LabelRules(ConformanceBase):
     def test_labels_move_with_a_log(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         three_versions(repo)
         repo.set_label("lead_qualifier", "production", 2, note="reviewed")
         repo.set_label("lead_qualifier", "staging", 3)
@@ -167,6 +175,7 @@ class LabelRules(ConformanceBase):
         ], f"LABELS: every set, move and removal is logged, newest first: {log}"
 
     def test_label_rules_and_conflicts(self, repo: AgentRepository) -> None:
+        self.requires("supports_versions")
         three_versions(repo)
         for bad in ("Production", "1st", "", "a" * 33, "prod label"):
             with refused(InvalidInputError, f"LABELS: {bad!r} is not a label name"):
