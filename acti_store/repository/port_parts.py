@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Final
+from typing import Any, Final, TypeVar
 
 from ..changes import Change
 from ..models import (
@@ -33,12 +33,23 @@ from .items import BulkPutResult as BulkPutResult
 from .items import ImportItem as ImportItem
 from .items import ImportOutcome as ImportOutcome
 
+#: The mark of a part's method whose default raises ``NotImplementedError``.
+OPTIONAL: Final = "__acti_optional__"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def optional(method: F) -> F:
+    """Mark ``method`` as one a store implements to have its part (``PARTS``)."""
+    setattr(method, OPTIONAL, True)
+    return method
+
 
 class InterchangePort:
     """What export and import read and write: every agent with its history (and its version
     log) from one snapshot, and many agents put in one transaction (optional: a store without
     it raises ``NotImplementedError``)."""
 
+    @optional
     def iter_export(self, page_size: int = 500) -> Iterator[tuple[Agent, ExecutionHistory | None]]:
         """Every agent with its history (None when never run), streamed page by page, all from
         one snapshot of the store."""
@@ -46,6 +57,7 @@ class InterchangePort:
             f"{type(self).__name__} reads and writes no bulk export or import"
         )
 
+    @optional
     def iter_export_versions(
         self, page_size: int = 500
     ) -> Iterator[tuple[Agent, ExecutionHistory | None, VersionLog]]:
@@ -55,6 +67,7 @@ class InterchangePort:
             f"{type(self).__name__} reads and writes no bulk export or import"
         )
 
+    @optional
     def bulk_put(
         self,
         items: Sequence[ImportItem],
@@ -94,10 +107,12 @@ class VersionsPort:
     ``AgentNotFoundError`` for an unknown agent; arguments out of their rules are
     ``InvalidInputError``s (optional: a store without them raises ``NotImplementedError``)."""
 
+    @optional
     def versions(self, name: str, *, limit: int | None = None) -> list[AgentVersion]:
         """The stored snapshots, newest first (at most ``limit``)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
+    @optional
     def get_version(
         self, name: str, version: int | None = None, *, label: str | None = None
     ) -> AgentVersion:
@@ -105,10 +120,12 @@ class VersionsPort:
         ``VersionNotFoundError`` (never made, or pruned), ``LabelNotFoundError``."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
+    @optional
     def diff(self, name: str, from_version: int, to_version: int) -> ConfigDiff:
         """What changed from one stored version to another. Raises ``VersionNotFoundError``."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
+    @optional
     def rollback(
         self,
         name: str,
@@ -122,6 +139,7 @@ class VersionsPort:
         current one), ``NoChangesError`` (the configuration is already that)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
+    @optional
     def set_label(
         self,
         name: str,
@@ -141,18 +159,22 @@ class VersionsPort:
         forced)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
+    @optional
     def remove_label(self, name: str, label: str, *, note: str | None = None) -> None:
         """Remove a label (the removal is logged). Raises ``LabelNotFoundError``."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
+    @optional
     def labels(self, name: str) -> dict[str, int]:
         """Each label of the agent and the version it points at, by label."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
+    @optional
     def label_history(self, name: str) -> list[LabelMove]:
         """Every set, move and removal of the agent's labels, newest first."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
 
+    @optional
     def version_stats(self, name: str) -> dict[int, ExecutionStats]:
         """Lifetime run statistics per version that ran (exact over every run), by version."""
         raise NotImplementedError(f"{type(self).__name__} keeps no configuration versions")
@@ -165,6 +187,7 @@ class VersionsPort:
             label_history=self.label_history(name),
         )  # fmt: skip
 
+    @optional
     def prune_versions(self, name: str, keep: int) -> int:
         """Keep the ``keep`` newest snapshots besides the current and the labelled ones (always
         kept, and so is every version a split sends a share to); returns how many were
@@ -180,12 +203,14 @@ class RoutingPort(VersionsPort):
         """Each label's target as weights, by label: ``{version: 100}`` for one version."""
         return {label: {version: 100} for label, version in self.labels(name).items()}
 
+    @optional
     def resolve(self, name: str, label: str | None = None, key: str | None = None) -> AgentVersion:
         """The version ``label`` sends ``key`` to: the same while the split stands (a hash of
         agent, label and key); without a key a random draw by weight; without a label the
         current version. Raises ``LabelNotFoundError``."""
         raise NotImplementedError(f"{type(self).__name__} does not route by label")
 
+    @optional
     def rollback_label(
         self, name: str, label: str, *, note: str | None = None, force: bool = False
     ) -> dict[int, int] | None:
@@ -196,12 +221,14 @@ class RoutingPort(VersionsPort):
         roll back."""
         raise NotImplementedError(f"{type(self).__name__} does not route by label")
 
+    @optional
     def compare_versions(self, name: str, a: int, b: int) -> VersionComparison:
         """Versions ``a`` and ``b`` side by side over every run counted for them: runs,
         success rate with its Wilson 95 % interval, mean duration, and b's success rate minus
         a's with its 95 % interval. Raises ``VersionNotFoundError`` for a version never made."""
         raise NotImplementedError(f"{type(self).__name__} does not route by label")
 
+    @optional
     def protect_label(
         self,
         name: str,
@@ -216,10 +243,12 @@ class RoutingPort(VersionsPort):
         duration of at most ``max_mean_duration`` seconds. The label need not be set yet."""
         raise NotImplementedError(f"{type(self).__name__} does not route by label")
 
+    @optional
     def unprotect_label(self, name: str, label: str) -> bool:
         """Remove ``label``'s gate; whether it had one."""
         raise NotImplementedError(f"{type(self).__name__} does not route by label")
 
+    @optional
     def label_gates(self, name: str) -> dict[str, LabelGate]:
         """The protected labels' gates, by label."""
         raise NotImplementedError(f"{type(self).__name__} does not route by label")
@@ -228,6 +257,7 @@ class RoutingPort(VersionsPort):
 class ChangesPort:
     """The change feed (optional: a store without one raises ``NotImplementedError``)."""
 
+    @optional
     def changes(self, after: int | None = None, limit: int = 100) -> list[Change]:
         """The changes after ``after`` (the last ``seq`` the caller has seen; None: from the
         oldest kept), oldest first, at most ``limit`` (1 to 10,000): numbered in commit order,
@@ -236,29 +266,35 @@ class ChangesPort:
         the newest change): the caller must read the store again."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
+    @optional
     def last_change(self) -> int:
         """The newest change's ``seq`` (0: none yet)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
+    @optional
     def prune_changes(self, before: datetime) -> int:
         """Delete the changes made before ``before`` (time-zone aware); how many were. A
         consumer whose position is older then gets ``ChangesExpiredError``."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
+    @optional
     def checkpoint(self, name: str) -> int | None:
         """The position a feed consumer ``name`` saved (``save_checkpoint``), or None."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
+    @optional
     def save_checkpoint(self, name: str, seq: int) -> None:
         """Store feed consumer ``name``'s position (a relay's: ``acti-store relay``)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
+    @optional
     def watch(self, after: int | None = None, *, timeout: float | None = None) -> Iterator[Change]:
         """The changes after ``after`` (None: from now) as they commit, blocking between them;
         ends once ``timeout`` seconds pass with none (None: never). A lost connection is made
         again and the watch goes on from its position."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
+    @optional
     def awatch(
         self, after: int | None = None, *, timeout: float | None = None
     ) -> AsyncIterator[Change]:
@@ -266,40 +302,16 @@ class ChangesPort:
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
 
-#: The optional parts of the port, and the methods a store implements to have each: those
-#: whose default here raises ``NotImplementedError`` (``RepositoryPort.parts``).
+#: The optional parts of the port, and the methods a store implements to have each: those of
+#: the part's class whose default here raises ``NotImplementedError`` (``optional``).
 PARTS: Final[dict[str, tuple[type, tuple[str, ...]]]] = {
-    "interchange": (InterchangePort, ("iter_export", "iter_export_versions", "bulk_put")),
-    "versions": (
-        VersionsPort,
-        (
-            "versions",
-            "get_version",
-            "diff",
-            "rollback",
-            "set_label",
-            "remove_label",
-            "labels",
-            "label_history",
-            "version_stats",
-            "prune_versions",
-        ),
-    ),
-    "routing": (
-        RoutingPort,
-        (
-            "resolve",
-            "rollback_label",
-            "compare_versions",
-            "protect_label",
-            "unprotect_label",
-            "label_gates",
-        ),
-    ),
-    "changes": (
-        ChangesPort,
-        ("changes", "last_change", "prune_changes", "checkpoint", "save_checkpoint", "watch"),
-    ),
+    part: (port, tuple(name for name, value in vars(port).items() if hasattr(value, OPTIONAL)))
+    for part, port in (
+        ("interchange", InterchangePort),
+        ("versions", VersionsPort),
+        ("routing", RoutingPort),
+        ("changes", ChangesPort),
+    )
 }
 
 
